@@ -1,0 +1,63 @@
+// Command wraptool is a local MCP server that lets AI assistants run exactly
+// the commands an operator's policy allows, with credentials the assistant
+// never sees. See the README for the command tree.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/peterbourgon/ff/v4"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := exec(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// Exit statuses fixed by the contract.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a runtime failure or an invalid config
+	exitUsage   = 2 // the command line itself is wrong
+)
+
+// exitCode reports err on stderr and picks the exit status. Help asked for
+// with -h is a success; its text was already printed.
+func exitCode(err error, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, ff.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "wraptool: %v\n", ue.err)
+		if ue.help != "" {
+			fmt.Fprintf(stderr, "\n%s\n", ue.help)
+		}
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, err)
+		return exitFailure
+	}
+}
+
+// usageError marks a mistake on the command line (exit status 2); help is
+// the text of the command that was being parsed, printed after the message.
+type usageError struct {
+	err  error
+	help string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}

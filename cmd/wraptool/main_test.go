@@ -1,0 +1,722 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/peterbourgon/ff/v4"
+
+	"github.com/wraptool/wraptool/policy/config"
+)
+
+// run calls exec in-process with env as the whole environment and returns
+// what a user of the binary would see: stdout, stderr and the exit status.
+func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	getenv := func(k string) string { return env[k] }
+	var out, errOut bytes.Buffer
+	err := exec(t.Context(), args, getenv, strings.NewReader(""), &out, &errOut)
+	code = exitCode(err, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func TestExecCommandLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		wantCode   int
+		wantStdout string // a prefix of stdout; "" means stdout must be empty
+		wantStderr string // a substring of stderr; "" means stderr must be empty
+	}{
+		{
+			name:       "version prints the program name and exits 0",
+			args:       []string{"version"},
+			wantStdout: "wraptool ",
+		},
+		{
+			name:       "global flags after the subcommand are accepted",
+			args:       []string{"version", "--log-level", "debug", "--log-format", "json"},
+			wantStdout: "wraptool ",
+		},
+		{
+			name:       "the --log-level flag beats a bad WRAPTOOL_LOG_LEVEL",
+			args:       []string{"--log-level", "warn", "version"},
+			env:        map[string]string{"WRAPTOOL_LOG_LEVEL": "loud"},
+			wantStdout: "wraptool ",
+		},
+		{
+			name:       "the --log-format flag beats a bad WRAPTOOL_LOG_FORMAT",
+			args:       []string{"--log-format", "text", "version"},
+			env:        map[string]string{"WRAPTOOL_LOG_FORMAT": "xml"},
+			wantStdout: "wraptool ",
+		},
+		{
+			name:       "good WRAPTOOL_LOG_LEVEL and WRAPTOOL_LOG_FORMAT values are accepted",
+			args:       []string{"version"},
+			env:        map[string]string{"WRAPTOOL_LOG_LEVEL": "error", "WRAPTOOL_LOG_FORMAT": "json"},
+			wantStdout: "wraptool ",
+		},
+		{
+			name:       "version with an argument is a usage error",
+			args:       []string{"version", "extra"},
+			wantCode:   exitUsage,
+			wantStderr: "wraptool: version takes no arguments",
+		},
+		{
+			name:       "no command is a usage error that says the command is missing",
+			args:       nil,
+			wantCode:   exitUsage,
+			wantStderr: "wraptool: missing command",
+		},
+		{
+			name:       "an unknown command is a usage error that names it",
+			args:       []string{"frobnicate"},
+			wantCode:   exitUsage,
+			wantStderr: `wraptool: unknown command "frobnicate"`,
+		},
+		{
+			name:       "config without a subcommand is a usage error",
+			args:       []string{"config"},
+			wantCode:   exitUsage,
+			wantStderr: "wraptool: missing command",
+		},
+		{
+			name:       "config with an unknown subcommand is a usage error that names it",
+			args:       []string{"config", "check"},
+			wantCode:   exitUsage,
+			wantStderr: `wraptool: unknown command "check"`,
+		},
+		{
+			name:       "an unknown global flag is a usage error",
+			args:       []string{"--verbose", "version"},
+			wantCode:   exitUsage,
+			wantStderr: `unknown flag "verbose"`,
+		},
+		{
+			name:       "--help prints the help on stdout and exits 0",
+			args:       []string{"--help"},
+			wantStdout: "COMMAND\n  wraptool -- ",
+		},
+		{
+			name:       "-h prints the help on stdout and exits 0",
+			args:       []string{"-h"},
+			wantStdout: "COMMAND\n  wraptool -- ",
+		},
+		{
+			name:       "config validate --help prints the help of validate",
+			args:       []string{"config", "validate", "--help"},
+			wantStdout: "COMMAND\n  validate -- check a config; touches nothing",
+		},
+		{
+			name:       "a bad --log-level is a usage error naming the flag",
+			args:       []string{"--log-level", "loud", "version"},
+			wantCode:   exitUsage,
+			wantStderr: `wraptool: --log-level: unknown log level "loud"`,
+		},
+		{
+			name:       "a bad WRAPTOOL_LOG_LEVEL is a usage error naming the variable",
+			args:       []string{"version"},
+			env:        map[string]string{"WRAPTOOL_LOG_LEVEL": "loud"},
+			wantCode:   exitUsage,
+			wantStderr: `wraptool: WRAPTOOL_LOG_LEVEL: unknown log level "loud"`,
+		},
+		{
+			name:       "a bad --log-format is a usage error naming the flag",
+			args:       []string{"--log-format", "xml", "version"},
+			wantCode:   exitUsage,
+			wantStderr: `wraptool: --log-format: unknown log format "xml"`,
+		},
+		{
+			name:       "a bad WRAPTOOL_LOG_FORMAT is a usage error naming the variable",
+			args:       []string{"version"},
+			env:        map[string]string{"WRAPTOOL_LOG_FORMAT": "xml"},
+			wantCode:   exitUsage,
+			wantStderr: `wraptool: WRAPTOOL_LOG_FORMAT: unknown log format "xml"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := run(t, tt.env, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit status = %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			switch {
+			case tt.wantStdout == "" && stdout != "":
+				t.Errorf("stdout = %q, want it empty", stdout)
+			case !strings.HasPrefix(stdout, tt.wantStdout):
+				t.Errorf("stdout = %q, want it to start with %q", stdout, tt.wantStdout)
+			}
+			switch {
+			case tt.wantStderr == "" && stderr != "":
+				t.Errorf("stderr = %q, want it empty", stderr)
+			case !strings.Contains(stderr, tt.wantStderr):
+				t.Errorf("stderr = %q, want it to contain %q", stderr, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestVersionNamesThePlatform(t *testing.T) {
+	t.Parallel()
+	stdout, _, code := run(t, nil, "version")
+	if code != exitOK {
+		t.Fatalf("exit status = %d, want %d", code, exitOK)
+	}
+	want := fmt.Sprintf(" %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if !strings.HasPrefix(stdout, "wraptool ") || !strings.HasSuffix(stdout, want) {
+		t.Errorf("stdout = %q, want \"wraptool VERSION%s\"", stdout, want)
+	}
+}
+
+func TestUsageErrorsEndWithTheHelpOfTheCommand(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := run(t, nil, "config", "validate", "a.yaml", "b.yaml")
+	if code != exitUsage {
+		t.Fatalf("exit status = %d, want %d", code, exitUsage)
+	}
+	wantFirst := "wraptool: config validate takes at most one PATH, got 2 arguments"
+	if got := firstLine(stderr); got != wantFirst {
+		t.Errorf("first line of stderr = %q, want %q", got, wantFirst)
+	}
+	if !strings.Contains(stderr, "USAGE\n  wraptool config validate [PATH]") {
+		t.Errorf("stderr = %q, want it to hold the usage of config validate", stderr)
+	}
+}
+
+// validConfig has 2 tools, 3 allow rules (with 5 flags between them, so a
+// count of flags would show) and 1 MCP server. $DIR is the test's folder.
+const validConfig = `mcp:
+  listen: 127.0.0.1:8717
+  auth_token_file: ./mcp-token
+tools:
+  git:
+    binary: $DIR/bin/git
+    allow:
+      - subcommand: [pull]
+        flags: ["--ff-only", "--rebase"]
+      - subcommand: [push]
+        flags: ["--set-upstream", "--tags"]
+  gh:
+    binary: $DIR/bin/gh
+    allow:
+      - subcommand: [pr, list]
+        flags: ["--state"]
+mcp_servers:
+  fs:
+    command: npx
+    args: ["-y", "some-mcp-server"]
+    allow:
+      - tool: read_file
+`
+
+const validOK = "(2 tools, 3 allow rules, 1 mcp_servers)\n"
+
+// newFixture makes a folder holding executable stand-ins for git and gh in
+// bin/, an empty home/, and files (names relative to the folder, "$DIR" in
+// contents replaced by the folder). It returns the folder.
+func newFixture(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"bin/git", "bin/gh"} {
+		writeFile(t, filepath.Join(dir, name), "#!/bin/sh\nexit 0\n", 0o755)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "home"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		writeFile(t, filepath.Join(dir, name), expand(content, dir), 0o600)
+	}
+	return dir
+}
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expand(s, dir string) string { return strings.ReplaceAll(s, "$DIR", dir) }
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		files map[string]string
+		args  []string
+		// env is the whole environment besides HOME, which is $DIR/home
+		// unless env sets it.
+		env        map[string]string
+		wantCode   int
+		wantStdout string // exact
+		// wantStderr is a prefix of stderr's first line; "" means stderr
+		// must be empty.
+		wantStderr string
+		// wantMigrationTable asks for the server: table on the lines after
+		// the first.
+		wantMigrationTable bool
+	}{
+		{
+			name:       "a valid config given as PATH prints ok with the counts",
+			files:      map[string]string{"config.yaml": validConfig},
+			args:       []string{"config", "validate", "$DIR/config.yaml"},
+			wantStdout: "ok: $DIR/config.yaml " + validOK,
+		},
+		{
+			name:       "--config names the config when no PATH is given",
+			files:      map[string]string{"my.yaml": validConfig},
+			args:       []string{"--config", "$DIR/my.yaml", "config", "validate"},
+			wantStdout: "ok: $DIR/my.yaml " + validOK,
+		},
+		{
+			name:       "--config may follow the subcommand",
+			files:      map[string]string{"my.yaml": validConfig},
+			args:       []string{"config", "validate", "--config=$DIR/my.yaml"},
+			wantStdout: "ok: $DIR/my.yaml " + validOK,
+		},
+		{
+			name:       "WRAPTOOL_CONFIG names the config when --config is absent",
+			files:      map[string]string{"env.yaml": validConfig},
+			args:       []string{"config", "validate"},
+			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/env.yaml"},
+			wantStdout: "ok: $DIR/env.yaml " + validOK,
+		},
+		{
+			name:       "--config beats WRAPTOOL_CONFIG",
+			files:      map[string]string{"flag.yaml": validConfig},
+			args:       []string{"--config", "$DIR/flag.yaml", "config", "validate"},
+			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/missing.yaml"},
+			wantStdout: "ok: $DIR/flag.yaml " + validOK,
+		},
+		{
+			name:       "an explicit PATH beats --config",
+			files:      map[string]string{"arg.yaml": validConfig},
+			args:       []string{"--config", "$DIR/missing.yaml", "config", "validate", "$DIR/arg.yaml"},
+			wantStdout: "ok: $DIR/arg.yaml " + validOK,
+		},
+		{
+			name:       "an explicit PATH beats WRAPTOOL_CONFIG",
+			files:      map[string]string{"arg.yaml": validConfig},
+			args:       []string{"config", "validate", "$DIR/arg.yaml"},
+			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/missing.yaml"},
+			wantStdout: "ok: $DIR/arg.yaml " + validOK,
+		},
+		{
+			name:       "without --config or WRAPTOOL_CONFIG the config is HOME/.config/wraptool/config.yaml",
+			files:      map[string]string{"home/.config/wraptool/config.yaml": validConfig},
+			args:       []string{"config", "validate"},
+			wantStdout: "ok: $DIR/home/.config/wraptool/config.yaml " + validOK,
+		},
+		{
+			name:       "XDG_CONFIG_HOME moves the default config",
+			files:      map[string]string{"xdg/wraptool/config.yaml": validConfig},
+			args:       []string{"config", "validate"},
+			env:        map[string]string{"XDG_CONFIG_HOME": "$DIR/xdg"},
+			wantStdout: "ok: $DIR/xdg/wraptool/config.yaml " + validOK,
+		},
+		{
+			name:       "a relative XDG_CONFIG_HOME is ignored",
+			files:      map[string]string{"home/.config/wraptool/config.yaml": validConfig},
+			args:       []string{"config", "validate"},
+			env:        map[string]string{"XDG_CONFIG_HOME": "relative/xdg"},
+			wantStdout: "ok: $DIR/home/.config/wraptool/config.yaml " + validOK,
+		},
+		{
+			name:       "a config with nothing but mcp.listen is valid",
+			files:      map[string]string{"config.yaml": "mcp:\n  listen: 127.0.0.1:8717\n"},
+			args:       []string{"config", "validate", "$DIR/config.yaml"},
+			wantStdout: "ok: $DIR/config.yaml (0 tools, 0 allow rules, 0 mcp_servers)\n",
+		},
+		{
+			name: "a relative binary is an invalid config placed at its line and field",
+			files: map[string]string{"config.yaml": "mcp: {listen: \"127.0.0.1:8717\"}\n" +
+				"tools:\n" +
+				"  git:\n" +
+				"    binary: bin/git\n"},
+			args:       []string{"config", "validate", "$DIR/config.yaml"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/config.yaml:4: tools.git.binary: ",
+		},
+		{
+			name: "a binary that is not executable is an invalid config",
+			files: map[string]string{
+				"config.yaml": "mcp: {listen: \"127.0.0.1:8717\"}\ntools:\n  git:\n    binary: $DIR/plain-file\n",
+				"plain-file":  "not a program\n",
+			},
+			args:       []string{"config", "validate", "$DIR/config.yaml"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/config.yaml:4: tools.git.binary: $DIR/plain-file is not executable",
+		},
+		{
+			name: "min greater than max is reported at the constraint",
+			files: map[string]string{"config.yaml": "mcp:\n" +
+				"  listen: 127.0.0.1:8717\n" +
+				"tools:\n" +
+				"  git:\n" +
+				"    binary: $DIR/bin/git\n" +
+				"    allow:\n" +
+				"      - subcommand: [pull]\n" +
+				"      - subcommand: [fetch]\n" +
+				"        flags: [\"--depth\"]\n" +
+				"        flag_constraints:\n" +
+				"          \"--depth\": {type: integer, min: 5, max: 2}\n"},
+			args:       []string{"config", "validate", "$DIR/config.yaml"},
+			wantCode:   exitFailure,
+			wantStderr: `$DIR/config.yaml:11: tools.git.allow[1].flag_constraints["--depth"]: min 5 is greater than max 2`,
+		},
+		{
+			name:       "an unknown key is an invalid config",
+			files:      map[string]string{"config.yaml": "mcp:\n  listen: 127.0.0.1:8717\n  listne: 127.0.0.1:1\n"},
+			args:       []string{"config", "validate", "$DIR/config.yaml"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/config.yaml:3: mcp.listne: unknown field",
+		},
+		{
+			name:       "an empty config lacks mcp.listen",
+			files:      map[string]string{"config.yaml": ""},
+			args:       []string{"config", "validate", "$DIR/config.yaml"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/config.yaml:1: mcp.listen: ",
+		},
+		{
+			name:       "an invalid config named by WRAPTOOL_CONFIG is reported under that name",
+			files:      map[string]string{"env.yaml": "mcp:\n  listen: nowhere\n"},
+			args:       []string{"config", "validate"},
+			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/env.yaml"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/env.yaml:2: mcp.listen: ",
+		},
+		{
+			name: "a server section is refused with the migration table",
+			files: map[string]string{"config.yaml": "server:\n" +
+				"  transport: sse\n" +
+				"  listen: 127.0.0.1:8717\n"},
+			args:               []string{"config", "validate", "$DIR/config.yaml"},
+			wantCode:           exitFailure,
+			wantStderr:         "$DIR/config.yaml:2: server.transport: ",
+			wantMigrationTable: true,
+		},
+		{
+			name: "a server.web section is refused at its first retired key",
+			files: map[string]string{"config.yaml": "mcp:\n" +
+				"  listen: 127.0.0.1:8717\n" +
+				"server:\n" +
+				"  web:\n" +
+				"    auth_token_file: ~/admin-token\n"},
+			args:               []string{"config", "validate", "$DIR/config.yaml"},
+			wantCode:           exitFailure,
+			wantStderr:         "$DIR/config.yaml:5: server.web.auth_token_file: the server section is not supported: move server.web.auth_token_file to admin.auth_token_file",
+			wantMigrationTable: true,
+		},
+		{
+			name:       "a missing file exits 1 naming the file",
+			args:       []string{"config", "validate", "$DIR/missing.yaml"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/missing.yaml: cannot read config: no such file or directory",
+		},
+		{
+			name:       "a missing default config exits 1 naming the default path",
+			args:       []string{"config", "validate"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/home/.config/wraptool/config.yaml: cannot read config: ",
+		},
+		{
+			name:       "a folder given as PATH exits 1",
+			args:       []string{"config", "validate", "$DIR/home"},
+			wantCode:   exitFailure,
+			wantStderr: "$DIR/home: cannot read config: ",
+		},
+		{
+			name:       "two PATH arguments are a usage error",
+			files:      map[string]string{"config.yaml": validConfig},
+			args:       []string{"config", "validate", "$DIR/config.yaml", "$DIR/config.yaml"},
+			wantCode:   exitUsage,
+			wantStderr: "wraptool: config validate takes at most one PATH, got 2 arguments",
+		},
+		{
+			name:       "an unknown flag of validate is a usage error",
+			files:      map[string]string{"config.yaml": validConfig},
+			args:       []string{"config", "validate", "--strict", "$DIR/config.yaml"},
+			wantCode:   exitUsage,
+			wantStderr: `wraptool: validate: parse args: unknown flag "strict"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := newFixture(t, tt.files)
+			env := map[string]string{"HOME": filepath.Join(dir, "home")}
+			for k, v := range tt.env {
+				env[k] = expand(v, dir)
+			}
+			args := make([]string, len(tt.args))
+			for i, a := range tt.args {
+				args[i] = expand(a, dir)
+			}
+
+			stdout, stderr, code := run(t, env, args...)
+
+			if code != tt.wantCode {
+				t.Errorf("exit status = %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			if want := expand(tt.wantStdout, dir); stdout != want {
+				t.Errorf("stdout = %q, want %q", stdout, want)
+			}
+			wantStderr := expand(tt.wantStderr, dir)
+			switch {
+			case wantStderr == "" && stderr != "":
+				t.Errorf("stderr = %q, want it empty", stderr)
+			case !strings.HasPrefix(firstLine(stderr), wantStderr):
+				t.Errorf("first line of stderr = %q, want it to start with %q", firstLine(stderr), wantStderr)
+			}
+			if tt.wantMigrationTable {
+				checkMigrationTable(t, stderr)
+			}
+		})
+	}
+}
+
+// checkMigrationTable checks that the lines after stderr's first hold the
+// reference's table, one retired key and its replacement a line, in order.
+func checkMigrationTable(t *testing.T, stderr string) {
+	t.Helper()
+	want := [][2]string{
+		{"server.transport", "mcp.transport"},
+		{"server.listen", "mcp.listen"},
+		{"server.auth_token_file", "mcp.auth_token_file"},
+		{"server.request_log", "mcp.request_log"},
+		{"server.allowed_cwd_roots", "mcp.allowed_cwd_roots"},
+		{"server.web.listen", "admin.listen"},
+		{"server.web.auth_token_file", "admin.auth_token_file"},
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	var got [][2]string
+	for _, line := range lines[1:] {
+		if f := strings.Fields(line); len(f) == 3 && f[1] == "→" {
+			got = append(got, [2]string{f[0], f[2]})
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("migration table after the first line = %v, want %v\nstderr:\n%s", got, want, stderr)
+	}
+	if len(lines) < 2 || lines[1] == "" {
+		t.Errorf("stderr = %q, want the table to start on the second line", stderr)
+	}
+}
+
+// The problems below come from different stages of Load (decoding, path
+// expansion, semantic checks). The contract asks for the first problem in
+// document order, whichever stage of loading finds it.
+func TestConfigValidateReportsTheFirstProblemInDocumentOrder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		config     string
+		wantStderr string
+	}{
+		{
+			name: "two semantic problems: the earlier line wins",
+			config: "mcp:\n" +
+				"  listen: 127.0.0.1:8717\n" +
+				"tools:\n" +
+				"  git:\n" +
+				"    binary: bin/git\n" +
+				"  gh:\n" +
+				"    binary: bin/gh\n",
+			wantStderr: "$DIR/config.yaml:5: tools.git.binary: ",
+		},
+		{
+			name: "two unknown keys: the earlier line wins",
+			config: "mcp:\n" +
+				"  listen: 127.0.0.1:8717\n" +
+				"  bogus1: x\n" +
+				"tools:\n" +
+				"  git:\n" +
+				"    bogus2: x\n",
+			wantStderr: "$DIR/config.yaml:3: mcp.bogus1: unknown field",
+		},
+		{
+			name: "a semantic problem before an unknown key wins",
+			config: "mcp:\n" +
+				"  listen: 127.0.0.1:8717\n" +
+				"tools:\n" +
+				"  git:\n" +
+				"    binary: bin/git\n" +
+				"    allow:\n" +
+				"      - subcommand: [pull]\n" +
+				"        flagz: [\"--rebase\"]\n",
+			wantStderr: "$DIR/config.yaml:5: tools.git.binary: ",
+		},
+		{
+			name: "a semantic problem before a bad ~user path wins",
+			config: "mcp:\n" +
+				"  listen: 127.0.0.1:8717\n" +
+				"tools:\n" +
+				"  git:\n" +
+				"    binary: bin/git\n" +
+				"    working_dir: ~bob/src\n",
+			wantStderr: "$DIR/config.yaml:5: tools.git.binary: ",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := newFixture(t, map[string]string{"config.yaml": tt.config})
+			env := map[string]string{"HOME": filepath.Join(dir, "home")}
+			stdout, stderr, code := run(t, env, "config", "validate", filepath.Join(dir, "config.yaml"))
+			if code != exitFailure {
+				t.Errorf("exit status = %d, want %d", code, exitFailure)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want it empty", stdout)
+			}
+			if want := expand(tt.wantStderr, dir); !strings.HasPrefix(firstLine(stderr), want) {
+				t.Errorf("first line of stderr = %q, want it to start with %q", firstLine(stderr), want)
+			}
+		})
+	}
+}
+
+// The log level is not observable through exec (config validate logs
+// nothing), so these tests drive the app's setup and loadConfig directly.
+func TestLogLevel(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		config string // mcp.log_level, or "" to leave it out
+		want   slog.Level
+	}{
+		{
+			name: "with no flag, variable or mcp.log_level the level is info",
+			want: slog.LevelInfo,
+		},
+		{
+			name:   "mcp.log_level is honoured when no flag or variable is given",
+			config: "debug",
+			want:   slog.LevelDebug,
+		},
+		{
+			name:   "--log-level beats mcp.log_level",
+			args:   []string{"--log-level", "error"},
+			config: "debug",
+			want:   slog.LevelError,
+		},
+		{
+			name:   "WRAPTOOL_LOG_LEVEL beats mcp.log_level",
+			env:    map[string]string{"WRAPTOOL_LOG_LEVEL": "warn"},
+			config: "debug",
+			want:   slog.LevelWarn,
+		},
+		{
+			name: "--log-level beats WRAPTOOL_LOG_LEVEL",
+			args: []string{"--log-level", "debug"},
+			env:  map[string]string{"WRAPTOOL_LOG_LEVEL": "error"},
+			want: slog.LevelDebug,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := "mcp:\n  listen: 127.0.0.1:8717\n"
+			if tt.config != "" {
+				cfg += "  log_level: " + tt.config + "\n"
+			}
+			dir := newFixture(t, map[string]string{"config.yaml": cfg})
+			env := map[string]string{"HOME": filepath.Join(dir, "home")}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			a := newTestApp(t, env, tt.args)
+			if err := a.setup(); err != nil {
+				t.Fatalf("setup: %v", err)
+			}
+			if _, err := a.loadConfig(filepath.Join(dir, "config.yaml")); err != nil {
+				t.Fatalf("loadConfig: %v", err)
+			}
+			if got := a.level.Level(); got != tt.want {
+				t.Errorf("level = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// newTestApp builds an app with exec's global flags parsed from args, ready
+// for setup; exec itself hides its app.
+func newTestApp(t *testing.T, env map[string]string, args []string) *app {
+	t.Helper()
+	a := newApp(func(k string) string { return env[k] }, new(bytes.Buffer), new(bytes.Buffer))
+	if err := a.flags.Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	return a
+}
+
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	cfgErr := &config.Error{File: "config.yaml", Line: 3, Path: "mcp.listen", Msg: "is required"}
+	tests := []struct {
+		name       string
+		err        error
+		want       int
+		wantStderr string
+	}{
+		{name: "no error is success and prints nothing", err: nil, want: exitOK},
+		{name: "help asked for is success and prints nothing", err: fmt.Errorf("wraptool: %w", ff.ErrHelp), want: exitOK},
+		{
+			name:       "a usage error exits 2 with the message and the help",
+			err:        &usageError{err: errors.New("missing command"), help: "USAGE\n  wraptool COMMAND"},
+			want:       exitUsage,
+			wantStderr: "wraptool: missing command\n\nUSAGE\n  wraptool COMMAND\n",
+		},
+		{
+			name:       "a usage error without help exits 2 with the message alone",
+			err:        usageErrorf("--log-level: bad"),
+			want:       exitUsage,
+			wantStderr: "wraptool: --log-level: bad\n",
+		},
+		{
+			name:       "a config error exits 1 and starts with the file and line",
+			err:        cfgErr,
+			want:       exitFailure,
+			wantStderr: "config.yaml:3: mcp.listen: is required\n",
+		},
+		{
+			name:       "any other error exits 1 with its message",
+			err:        errors.New("serve: address in use"),
+			want:       exitFailure,
+			wantStderr: "serve: address in use\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stderr bytes.Buffer
+			if got := exitCode(tt.err, &stderr); got != tt.want {
+				t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			}
+			if got := stderr.String(); got != tt.wantStderr {
+				t.Errorf("stderr = %q, want %q", got, tt.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/peterbourgon/ff/v4"
+	"github.com/peterbourgon/ff/v4/ffhelp"
+
+	"github.com/wraptool/wraptool/policy/config"
+)
+
+// app holds what every command shares: stdio, the environment, the global
+// flags and, once they are parsed, the logger.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	flags     *ff.FlagSet
+	root      *ff.Command
+	configArg string
+	levelArg  string
+	formatArg string
+
+	// level is the live log level; levelPinned is true when --log-level or
+	// WRAPTOOL_LOG_LEVEL set it, so mcp.log_level must not override it.
+	level       *slog.LevelVar
+	levelPinned bool
+	log         *slog.Logger
+}
+
+// exec runs the wraptool command line args. It is main without the process:
+// stdio and the environment come in as arguments so tests run it in-process.
+func exec(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	a := newApp(getenv, stdout, stderr)
+	if err := a.root.Parse(args); err != nil {
+		if errors.Is(err, ff.ErrHelp) {
+			fmt.Fprintf(stdout, "%s\n", ffhelp.Command(a.root))
+			return err
+		}
+		return &usageError{err: err, help: ffhelp.Command(a.root).String()}
+	}
+	if err := a.setup(); err != nil {
+		return err
+	}
+	err := a.root.Run(ctx)
+	var ue *usageError
+	if errors.As(err, &ue) && ue.help == "" {
+		ue.help = ffhelp.Command(a.root).String()
+	}
+	return err
+}
+
+// newApp builds the command tree and its global flags; nothing is parsed or
+// run yet.
+func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, level: new(slog.LevelVar)}
+	a.flags = ff.NewFlagSet("wraptool")
+	a.flags.StringVar(&a.configArg, 0, "config", "", "config file (else $WRAPTOOL_CONFIG, else ~/.config/wraptool/config.yaml)")
+	a.flags.StringVar(&a.levelArg, 0, "log-level", "", "debug, info, warn or error (else $WRAPTOOL_LOG_LEVEL, else mcp.log_level, else info)")
+	a.flags.StringVar(&a.formatArg, 0, "log-format", "", "text or json (else $WRAPTOOL_LOG_FORMAT, else text)")
+	a.root = &ff.Command{
+		Name:      "wraptool",
+		Usage:     "wraptool [--config PATH] [--log-level LEVEL] [--log-format text|json] COMMAND",
+		ShortHelp: "run commands for AI assistants with credentials they never see",
+		Flags:     a.flags,
+		Exec:      unknownCommand,
+	}
+	a.root.Subcommands = []*ff.Command{
+		a.configCommand(),
+		a.versionCommand(),
+	}
+	return a
+}
+
+func unknownCommand(_ context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageErrorf("missing command")
+	}
+	return usageErrorf("unknown command %q", args[0])
+}
+
+// setup fills the global flags not given on the command line from their
+// WRAPTOOL_* variables and builds the logger. Only these three flags are read
+// from the environment: a subcommand flag such as --apply must always be
+// typed by the operator.
+func (a *app) setup() error {
+	fromEnv := func(name, env string, v *string) (source string) {
+		if *v != "" {
+			return "--" + name
+		}
+		*v = a.getenv(env)
+		return env
+	}
+	fromEnv("config", "WRAPTOOL_CONFIG", &a.configArg)
+	levelSource := fromEnv("log-level", "WRAPTOOL_LOG_LEVEL", &a.levelArg)
+	formatSource := fromEnv("log-format", "WRAPTOOL_LOG_FORMAT", &a.formatArg)
+
+	if a.levelArg != "" {
+		lvl, err := parseLevel(a.levelArg)
+		if err != nil {
+			return usageErrorf("%s: %v", levelSource, err)
+		}
+		a.level.Set(lvl)
+		a.levelPinned = true
+	}
+	opts := &slog.HandlerOptions{Level: a.level}
+	switch a.formatArg {
+	case "", "text":
+		a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
+	case "json":
+		a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+	default:
+		return usageErrorf("%s: unknown log format %q (want text or json)", formatSource, a.formatArg)
+	}
+	return nil
+}
+
+// configPath resolves the config file: --config, else $WRAPTOOL_CONFIG,
+// else the platform default.
+func (a *app) configPath() (string, error) {
+	if a.configArg != "" {
+		return a.configArg, nil
+	}
+	p, err := config.DefaultPath(a.configOptions())
+	if err != nil {
+		return "", fmt.Errorf("find config: %w (use --config)", err)
+	}
+	return p, nil
+}
+
+// loadConfig loads the config and applies mcp.log_level unless the level was
+// pinned on the command line or in the environment.
+func (a *app) loadConfig(path string) (*config.Config, error) {
+	c, err := config.Load(path, a.configOptions())
+	if err != nil {
+		return nil, err
+	}
+	if !a.levelPinned {
+		if lvl, err := parseLevel(c.MCP.LogLevel); err == nil {
+			a.level.Set(lvl)
+		}
+	}
+	return c, nil
+}
+
+func (a *app) configOptions() *config.Options {
+	return &config.Options{Getenv: a.getenv}
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch s {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+}

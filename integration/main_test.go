@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// wraptoolBin is the binary TestMain builds, used by every test.
+var wraptoolBin string
+
+const (
+	buildTimeout = 5 * time.Minute
+	runTimeout   = 30 * time.Second
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+// testMain builds the binary into a temporary folder, runs the tests and
+// removes the folder; it is separate from TestMain so deferred calls run
+// before os.Exit.
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "wraptool-integration-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	wraptoolBin = filepath.Join(dir, "wraptool")
+	build := exec.CommandContext(ctx, "go", "build", "-o", wraptoolBin, "github.com/wraptool/wraptool/cmd/wraptool")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: build wraptool: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// runWraptool runs the built binary with args in a controlled environment:
+// HOME is a fresh temporary folder and PATH is the parent's; env adds to or
+// overrides those (a later entry wins). It returns the exit status.
+func runWraptool(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runWraptoolIn(t, "", env, args...)
+}
+
+// runWraptoolIn is runWraptool with the child's working folder set to dir
+// ("" means the test's own).
+func runWraptoolIn(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, wraptoolBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err != nil && ctx.Err() != nil:
+		t.Fatalf("wraptool %q did not finish within %v (stderr %q)", args, runTimeout, errOut.String())
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("run wraptool %q: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
+}

@@ -1,0 +1,88 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// FuzzParse checks properties of the loader on any input: it never panics;
+// a rejection is an *Error placed in the given file; and anything accepted is
+// complete (defaults set, help flags seeded, exposed names legal) and
+// re-validates unchanged.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/*.yaml")
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"",
+		base,
+		base + "tools:\n  git:\n    binary: $T/bin/tool\n    allow:\n      - subcommand: [pull]\n        flags: [--rebase, -v]\n        deny_flags: [--help]\n        flag_constraints:\n          \"--rebase\": {type: string, pattern: \"[a-z]+\"}\n        arg_constraints: {positional_max: 2}\n    deny:\n      - subcommand: [auth]\n",
+		base + "mcp_servers:\n  fs:\n    command: x\n    allow: [{tool: read}]\n",
+		"server:\n  web:\n    listen: x\n",
+		"mcp: {listen: \"127.0.0.1:1\", auth_token_file: $T/tok/a}\nadmin: {listen: \"127.0.0.1:2\", auth_token_file: $T/tok/b}\n",
+		"a: &x 1\nb: *x\n",
+		"---\n---\n",
+		"tools: {a: {allow: [~]}}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	dir := fixture(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = bytes.ReplaceAll(data, []byte("$T"), []byte(dir))
+		file := filepath.Join(dir, "fuzz.yaml")
+		c, err := Parse(file, data, &Options{Home: filepath.Join(dir, "home"), Getenv: func(string) string { return "" }})
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("rejection %v is %T, not *Error", err, err)
+			}
+			if !strings.HasPrefix(err.Error(), file+":") {
+				t.Fatalf("rejection %q does not start with the file", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted config fails to re-validate: %v", err)
+		}
+		if c.MCP.Transport == "" || c.MCP.LogLevel == "" || c.MCP.RequestLog == "" || c.MCP.Listen == "" {
+			t.Fatalf("defaults missing: %+v", c.MCP)
+		}
+		for name, tool := range c.Tools {
+			if !policy.ValidToken(name) || tool.Timeout <= 0 || !filepath.IsAbs(tool.Binary) {
+				t.Fatalf("accepted a bad tool %q: %+v", name, tool)
+			}
+			for _, r := range tool.Allow {
+				if n := policy.ToolName(name, r.Subcommand); len(n) > policy.MaxToolNameLen || !policy.ValidToken(n) {
+					t.Fatalf("accepted exposed name %q", n)
+				}
+				before := slices.Clone(r.Flags)
+				for _, h := range []string{"-h", "--help"} {
+					if !r.Denies(h) && !slices.Contains(r.Flags, h) {
+						t.Fatalf("rule %v lacks seeded %s", r.Subcommand, h)
+					}
+				}
+				SeedHelpFlags(c)
+				if !slices.Equal(before, r.Flags) {
+					t.Fatalf("seeding is not idempotent: %q then %q", before, r.Flags)
+				}
+				for _, fl := range r.Flags {
+					if !policy.ValidFlag(fl) {
+						t.Fatalf("accepted flag %q", fl)
+					}
+				}
+			}
+		}
+	})
+}

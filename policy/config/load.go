@@ -1,0 +1,344 @@
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults the contract fixes for fields left unset.
+const (
+	DefaultTransport   = "sse"
+	DefaultLogLevel    = "info"
+	DefaultTimeout     = 30 * time.Second
+	DefaultInitTimeout = 10 * time.Second
+	DefaultCacheTTL    = 24 * time.Hour
+)
+
+// Load reads and parses the config at path. A file that cannot be read gives
+// an error starting with the path and wrapping the cause (fs.ErrNotExist for a
+// missing file); an invalid file gives an *Error.
+func Load(path string, o *Options) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: cannot read config: %w", path, err)
+	}
+	return Parse(path, data, o)
+}
+
+// Parse turns the bytes of file into a complete, valid *Config: strict
+// decoding, defaults, "~" and relative paths resolved against file's folder,
+// env_files read, help flags seeded, then Validate. file is used as given in
+// error messages.
+func Parse(file string, data []byte, o *Options) (*Config, error) {
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, fmt.Errorf("%s: resolve folder: %w", file, err)
+	}
+	c := &Config{File: file, Dir: dir, lines: lineIndex{"": {1, 1}}}
+	root, err := parseDocument(file, data)
+	if err != nil {
+		return nil, err
+	}
+	var structural []*Error
+	if root != nil {
+		if err := checkServerSection(file, root); err != nil {
+			return nil, err
+		}
+		w := &walker{file: file, lines: c.lines}
+		w.walk(root, reflect.TypeOf(*c), fieldPath{})
+		structural = w.errs
+		if len(structural) == 0 {
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			dec.KnownFields(true)
+			if err := dec.Decode(c); err != nil {
+				return nil, yamlError(file, err)
+			}
+		} else {
+			// Decode what can be decoded and check it too, so the problem
+			// reported is the first in the file, not the first stage's.
+			_ = root.Decode(c)
+			fillNil(c)
+		}
+	}
+	for _, t := range c.Tools {
+		c.AllowRulesWritten += len(t.Allow)
+	}
+	problems := c.complete(o)
+	SeedHelpFlags(c)
+	problems = append(problems, c.problems()...)
+	if errs := append(structural, outside(problems, structural)...); len(errs) > 0 {
+		return nil, first(errs)
+	}
+	if err := c.readEnvFiles(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// outside drops the problems found at or under a field that already has a
+// structural error: a field that did not decode is not also "missing".
+func outside(problems, structural []*Error) []*Error {
+	var kept []*Error
+	for _, p := range problems {
+		if !slices.ContainsFunc(structural, func(s *Error) bool { return under(p.Path, s.Path) }) {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
+
+// under reports whether path p is s or lies below it.
+func under(p, s string) bool {
+	if !strings.HasPrefix(p, s) {
+		return false
+	}
+	return len(p) == len(s) || s == "" || p[len(s)] == '.' || p[len(s)] == '['
+}
+
+// fillNil replaces the nil entries a lenient decode leaves for empty
+// mappings ("tools: {git: }"), so later checks need no nil guards. The walker
+// has already reported each of them.
+func fillNil(c *Config) {
+	for name, t := range c.Tools {
+		if t == nil {
+			t = &Tool{}
+			c.Tools[name] = t
+		}
+		for i, r := range t.Allow {
+			if r == nil {
+				r = &AllowRule{}
+				t.Allow[i] = r
+			}
+			for f, k := range r.FlagConstraints {
+				if k == nil {
+					r.FlagConstraints[f] = &Constraint{}
+				}
+			}
+		}
+		for i, r := range t.Deny {
+			if r == nil {
+				t.Deny[i] = &DenyRule{}
+			}
+		}
+	}
+	for name, s := range c.MCPServers {
+		if s == nil {
+			s = &MCPServer{}
+			c.MCPServers[name] = s
+		}
+		for _, refs := range [][]*ToolRef{s.Allow, s.Deny} {
+			for i, r := range refs {
+				if r == nil {
+					refs[i] = &ToolRef{}
+				}
+			}
+		}
+	}
+}
+
+// parseDocument returns the root node of the single document in data, or nil
+// for an empty one.
+func parseDocument(file string, data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, yamlError(file, err)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, &Error{File: file, Line: extra.Line, Msg: "only one YAML document is allowed"}
+	case !errors.Is(err, io.EOF):
+		return nil, yamlError(file, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, &Error{File: file, Line: root.Line, Msg: "the config must be a mapping (mcp:, admin:, tools:, mcp_servers:), got " + describe(root)}
+	}
+	return root, nil
+}
+
+var yamlLine = regexp.MustCompile(`(?s)^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): (.*)$`)
+
+// yamlError places a yaml.v3 error at its line.
+func yamlError(file string, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: file, Line: line, Msg: m[2]}
+	}
+	return &Error{File: file, Msg: msg}
+}
+
+// first returns the error earliest in the document; errors without a line
+// come last, and a tie goes to the path that sorts first, so the answer never
+// depends on map iteration order.
+func first(errs []*Error) *Error {
+	return slices.MinFunc(errs, func(a, b *Error) int {
+		if (a.Line == 0) != (b.Line == 0) {
+			return cmp.Compare(b.Line, a.Line) // a zero line sorts last
+		}
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.col, b.col),
+			cmp.Compare(a.Path, b.Path), cmp.Compare(a.Msg, b.Msg))
+	})
+}
+
+// written reports whether the operator wrote p, which tells an explicit zero
+// (an error for a duration) from an unset field (which takes the default).
+func (c *Config) written(p fieldPath) bool {
+	_, ok := c.lines[p.String()]
+	return ok
+}
+
+// complete applies defaults and resolves every path field: "~" expands to the
+// home directory, and a relative path is taken relative to the config file's
+// folder (binary excepted: it must be absolute).
+func (c *Config) complete(o *Options) []*Error {
+	var errs []*Error
+	fail := func(p fieldPath, err error) {
+		errs = append(errs, c.errorAt(p, "%v", err))
+	}
+	resolve := func(p fieldPath, s *string, relative bool) {
+		if *s == "" {
+			return
+		}
+		if strings.HasPrefix(*s, "~") && *s != "~" && !strings.HasPrefix(*s, "~/") {
+			fail(p, fmt.Errorf("only ~ and ~/ are expanded, got %q", *s))
+			return
+		}
+		v, err := ExpandHome(*s, o)
+		if err != nil {
+			fail(p, fmt.Errorf("cannot expand %q: %w", *s, err))
+			return
+		}
+		if relative && !filepath.IsAbs(v) {
+			v = filepath.Join(c.Dir, v)
+		}
+		*s = v
+	}
+	duration := func(p fieldPath, d *time.Duration, def time.Duration) {
+		if *d == 0 && !c.written(p) {
+			*d = def
+		}
+	}
+
+	mp := fieldPath{}.key("mcp")
+	if c.MCP.Transport == "" {
+		c.MCP.Transport = DefaultTransport
+	}
+	if c.MCP.LogLevel == "" {
+		c.MCP.LogLevel = DefaultLogLevel
+	}
+	if c.MCP.Transport == "unix" {
+		resolve(mp.key("listen"), &c.MCP.Listen, true)
+	}
+	resolve(mp.key("auth_token_file"), &c.MCP.AuthTokenFile, true)
+	if c.MCP.RequestLog == "" {
+		dir, err := DataDir(o)
+		if err != nil {
+			fail(mp.key("request_log"), fmt.Errorf("no default location: %w", err))
+		}
+		c.MCP.RequestLog = filepath.Join(dir, "requests.jsonl")
+	}
+	resolve(mp.key("request_log"), &c.MCP.RequestLog, true)
+	for i := range c.MCP.AllowedCwdRoots {
+		resolve(mp.key("allowed_cwd_roots").index(i), &c.MCP.AllowedCwdRoots[i], true)
+	}
+	resolve(fieldPath{}.key("admin").key("auth_token_file"), &c.Admin.AuthTokenFile, true)
+
+	for name, t := range c.Tools {
+		tp := fieldPath{}.key("tools").key(name)
+		resolve(tp.key("binary"), &t.Binary, false)
+		resolve(tp.key("working_dir"), &t.WorkingDir, true)
+		for i := range t.EnvFiles {
+			resolve(tp.key("env_files").index(i), &t.EnvFiles[i], true)
+		}
+		resolve(tp.key("introspection").key("overrides_file"), &t.Introspection.OverridesFile, true)
+		duration(tp.key("timeout"), &t.Timeout, DefaultTimeout)
+		duration(tp.key("introspection").key("cache_ttl"), &t.Introspection.CacheTTL, DefaultCacheTTL)
+	}
+	for name, s := range c.MCPServers {
+		sp := fieldPath{}.key("mcp_servers").key(name)
+		resolve(sp.key("command"), &s.Command, false)
+		resolve(sp.key("working_dir"), &s.WorkingDir, true)
+		for i := range s.EnvFiles {
+			resolve(sp.key("env_files").index(i), &s.EnvFiles[i], true)
+		}
+		duration(sp.key("timeout"), &s.Timeout, DefaultTimeout)
+		duration(sp.key("init_timeout"), &s.InitTimeout, DefaultInitTimeout)
+		if s.NamePrefix == "" && !c.written(sp.key("name_prefix")) {
+			s.NamePrefix = name
+		}
+	}
+	return errs
+}
+
+// readEnvFiles merges each tool's and server's env_files, left to right.
+func (c *Config) readEnvFiles() error {
+	read := func(p fieldPath, files []string) (map[string]string, error) {
+		env := map[string]string{}
+		for i, f := range files {
+			vars, err := readEnvFile(f)
+			if err != nil {
+				return nil, c.errorAt(p.index(i), "%v", err)
+			}
+			for k, v := range vars {
+				env[k] = v
+			}
+		}
+		return env, nil
+	}
+	var err error
+	for name, t := range c.Tools {
+		if t.FileEnv, err = read(fieldPath{}.key("tools").key(name).key("env_files"), t.EnvFiles); err != nil {
+			return err
+		}
+	}
+	for name, s := range c.MCPServers {
+		if s.FileEnv, err = read(fieldPath{}.key("mcp_servers").key(name).key("env_files"), s.EnvFiles); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readEnvFile(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("cannot read env file %s: %w", path, err)
+	}
+	return ParseEnvFile(path, data)
+}
+
+// errorAt builds an *Error placed at p.
+func (c *Config) errorAt(p fieldPath, format string, args ...any) *Error {
+	at := c.lines.at(p)
+	return &Error{File: c.File, Line: at.line, col: at.col, Path: p.String(), Msg: fmt.Sprintf(format, args...)}
+}

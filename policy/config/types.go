@@ -1,0 +1,170 @@
+package config
+
+import "time"
+
+// Config is a loaded wraptool configuration. Its fields mirror the YAML keys
+// of the configuration reference; Load fills defaults and resolves paths, so
+// readers never need to.
+type Config struct {
+	// MCP is how the MCP transport is exposed.
+	MCP MCP `yaml:"mcp"`
+	// Admin is the operator-only review UI; an empty Listen disables it.
+	Admin Admin `yaml:"admin"`
+	// Tools maps the user-visible tool name, which prefixes its MCP tool
+	// names, to the wrapped CLI.
+	Tools map[string]*Tool `yaml:"tools"`
+	// MCPServers maps a name to a local stdio MCP server whose tools are
+	// exposed through an allowlist.
+	MCPServers map[string]*MCPServer `yaml:"mcp_servers"`
+
+	// File is the path the config was read from, as given.
+	File string `yaml:"-"`
+	// Dir is the absolute folder relative paths in the config resolve against.
+	Dir string `yaml:"-"`
+	// AllowRulesWritten counts the allow rules as written, before seeding
+	// (it is what `config validate` reports).
+	AllowRulesWritten int `yaml:"-"`
+
+	lines lineIndex
+}
+
+// MCP configures the MCP listener.
+type MCP struct {
+	// Transport is "sse" (HTTP on a TCP listener, serving both /sse and /mcp)
+	// or "unix" (the same handlers on a unix socket). Default "sse".
+	Transport string `yaml:"transport"`
+	// Listen is host:port for sse, or the socket path for unix. Required.
+	Listen string `yaml:"listen"`
+	// AuthTokenFile holds the bearer token clients must send; empty means no
+	// authentication, which is allowed only on loopback or a unix socket.
+	AuthTokenFile string `yaml:"auth_token_file"`
+	// LogLevel is debug, info, warn or error; used when neither --log-level
+	// nor WRAPTOOL_LOG_LEVEL is given. Default "info".
+	LogLevel string `yaml:"log_level"`
+	// RequestLog is the capability-request JSONL file. Default
+	// $XDG_DATA_HOME/wraptool/requests.jsonl (or the platform equivalent).
+	RequestLog string `yaml:"request_log"`
+	// AllowedCwdRoots, when non-empty, confine a client-supplied cwd to
+	// these directories (symlinks resolved on both sides).
+	AllowedCwdRoots []string `yaml:"allowed_cwd_roots"`
+}
+
+// Admin configures the operator review UI.
+type Admin struct {
+	// Listen is host:port for the UI; empty disables it.
+	Listen string `yaml:"listen"`
+	// AuthTokenFile holds the admin token; required when Listen is set and
+	// must differ from the MCP token.
+	AuthTokenFile string `yaml:"auth_token_file"`
+}
+
+// Tool is one wrapped CLI.
+type Tool struct {
+	// Binary is the absolute path of an executable file.
+	Binary string `yaml:"binary"`
+	// WorkingDir is the child's default working directory; empty means the
+	// server's own.
+	WorkingDir string `yaml:"working_dir"`
+	// Timeout bounds one call. Default 30s.
+	Timeout time.Duration `yaml:"timeout"`
+	// Env is added to the child's environment, over EnvFiles.
+	Env map[string]string `yaml:"env"`
+	// EnvFiles are KEY=VALUE files merged left to right.
+	EnvFiles []string `yaml:"env_files"`
+	// Introspection tunes --help parsing for this tool.
+	Introspection Introspection `yaml:"introspection"`
+	// Allow rules: each exposes one MCP tool.
+	Allow []*AllowRule `yaml:"allow"`
+	// Deny rules: token prefixes that are refused before any allow rule.
+	Deny []*DenyRule `yaml:"deny"`
+
+	// FileEnv is the merge of EnvFiles, read once at load so a malformed
+	// file is a config error rather than a failure at call time.
+	FileEnv map[string]string `yaml:"-"`
+}
+
+// Introspection tunes how a tool's --help output is used.
+type Introspection struct {
+	// CacheTTL is how long parsed help stays cached. Default 24h.
+	CacheTTL time.Duration `yaml:"cache_ttl"`
+	// OverridesFile corrects misparsed help; optional.
+	OverridesFile string `yaml:"overrides_file"`
+}
+
+// AllowRule permits one subcommand with a set of flags.
+type AllowRule struct {
+	// Subcommand is matched exactly, token by token.
+	Subcommand []string `yaml:"subcommand"`
+	// Flags is the allowlist. After Load it also holds the seeded -h and
+	// --help unless they are denied.
+	Flags []string `yaml:"flags"`
+	// DenyFlags are refused even when listed in Flags.
+	DenyFlags []string `yaml:"deny_flags"`
+	// FlagConstraints bound flag values, keyed by the flag as written in
+	// Flags ("--depth").
+	FlagConstraints map[string]*Constraint `yaml:"flag_constraints"`
+	// ArgConstraints bound the positional arguments.
+	ArgConstraints ArgConstraints `yaml:"arg_constraints"`
+}
+
+// Constraint bounds one flag's value.
+type Constraint struct {
+	// Required makes the flag mandatory.
+	Required bool `yaml:"required"`
+	// Type is "integer", "boolean" or "string"; empty lets introspection
+	// and the name heuristic decide.
+	Type string `yaml:"type"`
+	// Min and Max bound an integer value; nil means unbounded.
+	Min *int64 `yaml:"min"`
+	Max *int64 `yaml:"max"`
+	// Pattern is an RE2 expression the whole value must match.
+	Pattern string `yaml:"pattern"`
+	// Deny refuses the flag outright.
+	Deny bool `yaml:"deny"`
+}
+
+// ArgConstraints bound positional arguments.
+type ArgConstraints struct {
+	// PositionalMax is the most positional arguments allowed; nil means no
+	// limit and 0 means none at all.
+	PositionalMax *int `yaml:"positional_max"`
+}
+
+// DenyRule refuses every command whose tokens start with Subcommand.
+type DenyRule struct {
+	// Subcommand is a token prefix ([auth] covers "auth login").
+	Subcommand []string `yaml:"subcommand"`
+}
+
+// MCPServer is a local stdio MCP server fronted by wraptool.
+type MCPServer struct {
+	// Command is the child command, resolved by exec (need not be absolute).
+	Command string `yaml:"command"`
+	// Args are the child's arguments.
+	Args []string `yaml:"args"`
+	// WorkingDir is the child's working directory; empty means the server's.
+	WorkingDir string `yaml:"working_dir"`
+	// Env is added to the child's environment, over EnvFiles.
+	Env map[string]string `yaml:"env"`
+	// EnvFiles are KEY=VALUE files merged left to right.
+	EnvFiles []string `yaml:"env_files"`
+	// Timeout bounds one tool call. Default 30s.
+	Timeout time.Duration `yaml:"timeout"`
+	// InitTimeout bounds start-up and initialization. Default 10s.
+	InitTimeout time.Duration `yaml:"init_timeout"`
+	// NamePrefix prefixes exposed tool names; default the map key.
+	NamePrefix string `yaml:"name_prefix"`
+	// Allow lists the upstream tools to expose, by exact name.
+	Allow []*ToolRef `yaml:"allow"`
+	// Deny lists upstream tools never exposed; deny wins over Allow.
+	Deny []*ToolRef `yaml:"deny"`
+
+	// FileEnv is the merge of EnvFiles, read at load.
+	FileEnv map[string]string `yaml:"-"`
+}
+
+// ToolRef names one upstream MCP tool.
+type ToolRef struct {
+	// Tool is the upstream tool's exact name.
+	Tool string `yaml:"tool"`
+}

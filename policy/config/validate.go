@@ -1,0 +1,417 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// Validate runs every semantic check of the contract on a loaded config and
+// returns the first problem in document order as an *Error, or nil. It reads
+// the filesystem (binaries, folders, env and token files) but writes nothing,
+// and may be called again on a config Load returned.
+func (c *Config) Validate() error {
+	if errs := c.problems(); len(errs) > 0 {
+		return first(errs)
+	}
+	return nil
+}
+
+// problems runs every check and returns all problems found, in no order.
+func (c *Config) problems() []*Error {
+	v := &validator{c: c}
+	v.mcp()
+	v.admin()
+	for _, name := range sortedKeys(c.Tools) {
+		v.tool(name, c.Tools[name])
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		v.server(name, c.MCPServers[name])
+	}
+	v.collisions()
+	return v.errs
+}
+
+type validator struct {
+	c    *Config
+	errs []*Error
+	// exposed collects every MCP tool name the config would produce, for
+	// the collision check once all are known.
+	exposed []exposedName
+}
+
+type exposedName struct {
+	name string
+	path fieldPath
+}
+
+func (v *validator) fail(p fieldPath, format string, args ...any) {
+	v.errs = append(v.errs, v.c.errorAt(p, format, args...))
+}
+
+func (v *validator) mcp() {
+	m, p := &v.c.MCP, fieldPath{}.key("mcp")
+	switch m.Transport {
+	case "sse", "unix":
+	default:
+		v.fail(p.key("transport"), "unknown transport %q (want sse or unix)", m.Transport)
+	}
+	switch {
+	case m.Listen == "":
+		v.fail(p.key("listen"), "is required: host:port for sse, a socket path for unix")
+	case m.Transport == "sse":
+		host, err := splitHostPort(m.Listen)
+		if err != nil {
+			v.fail(p.key("listen"), "%v", err)
+		} else if m.AuthTokenFile == "" && !IsLoopback(host) {
+			v.fail(p.key("listen"), "%s is not a loopback address, so mcp.auth_token_file is required", m.Listen)
+		}
+	}
+	switch m.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		v.fail(p.key("log_level"), "unknown log level %q (want debug, info, warn or error)", m.LogLevel)
+	}
+	for i, r := range m.AllowedCwdRoots {
+		v.dir(p.key("allowed_cwd_roots").index(i), r)
+	}
+	if info, err := os.Stat(m.RequestLog); err == nil && info.IsDir() {
+		v.fail(p.key("request_log"), "%s is a directory", m.RequestLog)
+	}
+	v.tokenFile(p.key("auth_token_file"), m.AuthTokenFile)
+}
+
+func (v *validator) admin() {
+	a, p := &v.c.Admin, fieldPath{}.key("admin")
+	if a.Listen != "" {
+		if _, err := splitHostPort(a.Listen); err != nil {
+			v.fail(p.key("listen"), "%v", err)
+		}
+		if a.AuthTokenFile == "" {
+			v.fail(p.key("auth_token_file"), "is required when admin.listen is set")
+		}
+	}
+	v.tokenFile(p.key("auth_token_file"), a.AuthTokenFile)
+	mcpTok := v.c.MCP.AuthTokenFile
+	if a.AuthTokenFile == "" || mcpTok == "" {
+		return
+	}
+	if a.AuthTokenFile == mcpTok {
+		v.fail(p.key("auth_token_file"), "must not be the same file as mcp.auth_token_file: the admin token must differ from the MCP token")
+		return
+	}
+	at, aerr := ReadToken(a.AuthTokenFile)
+	mt, merr := ReadToken(mcpTok)
+	if aerr == nil && merr == nil && at == mt {
+		v.fail(p.key("auth_token_file"), "holds the same token as mcp.auth_token_file: the admin token must differ from the MCP token")
+	}
+}
+
+// tokenFile accepts a missing file (serve creates it) but not an empty or
+// unreadable one.
+func (v *validator) tokenFile(p fieldPath, path string) {
+	if path == "" {
+		return
+	}
+	_, err := ReadToken(path)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+	default:
+		v.fail(p, "%v", err)
+	}
+}
+
+func (v *validator) tool(name string, t *Tool) {
+	p := fieldPath{}.key("tools").key(name)
+	v.name(p, "tool name", name)
+	switch {
+	case t.Binary == "":
+		v.fail(p.key("binary"), "is required: the absolute path of the tool's executable")
+	case !strings.HasPrefix(t.Binary, "/"):
+		v.fail(p.key("binary"), "must be an absolute path, got %q", t.Binary)
+	default:
+		v.executable(p.key("binary"), t.Binary)
+	}
+	if t.WorkingDir != "" {
+		v.dir(p.key("working_dir"), t.WorkingDir)
+	}
+	v.positive(p.key("timeout"), t.Timeout.Seconds())
+	v.positive(p.key("introspection").key("cache_ttl"), t.Introspection.CacheTTL.Seconds())
+	v.env(p, t.Env, t.EnvFiles)
+	for i, r := range t.Allow {
+		v.allow(name, p.key("allow").index(i), r)
+	}
+	for i, r := range t.Deny {
+		rp := p.key("deny").index(i)
+		for j, tok := range r.Subcommand {
+			v.token(rp.key("subcommand").index(j), "subcommand token", tok)
+		}
+	}
+}
+
+func (v *validator) allow(tool string, p fieldPath, r *AllowRule) {
+	for j, tok := range r.Subcommand {
+		v.token(p.key("subcommand").index(j), "subcommand token", tok)
+	}
+	v.expose(p, policy.ToolName(tool, r.Subcommand))
+
+	props := map[string]string{}
+	for j, f := range r.Flags {
+		fp := p.key("flags").index(j)
+		if !v.flag(fp, f) {
+			continue
+		}
+		prop := policy.PropertyName(f)
+		switch other, dup := props[prop]; {
+		case dup && other == f:
+			v.fail(fp, "flag %s is listed twice", f)
+		case dup:
+			v.fail(fp, "flags %s and %s give the same schema property %q", other, f, prop)
+		case prop == policy.ArgsProperty || prop == policy.CwdProperty:
+			v.fail(fp, "flag %s would become the schema property %q, which wraptool reserves for the %s", f, prop, reservedUse(prop))
+		default:
+			props[prop] = f
+		}
+	}
+	for j, f := range r.DenyFlags {
+		v.flag(p.key("deny_flags").index(j), f)
+	}
+	for _, f := range sortedKeys(r.FlagConstraints) {
+		cp := p.key("flag_constraints").key(f)
+		if !v.flag(cp, f) {
+			continue
+		}
+		v.constraint(cp, f, r.FlagConstraints[f], r)
+	}
+	if n := r.ArgConstraints.PositionalMax; n != nil && *n < 0 {
+		v.fail(p.key("arg_constraints").key("positional_max"), "must not be negative, got %d", *n)
+	}
+}
+
+func (v *validator) constraint(p fieldPath, flag string, k *Constraint, r *AllowRule) {
+	switch k.Type {
+	case "", "integer", "boolean", "string":
+	default:
+		v.fail(p.key("type"), "unknown type %q (want integer, boolean or string)", k.Type)
+	}
+	if k.Min != nil && k.Max != nil && *k.Min > *k.Max {
+		v.fail(p, "min %d is greater than max %d", *k.Min, *k.Max)
+	}
+	if (k.Min != nil || k.Max != nil) && (k.Type == "boolean" || k.Type == "string") {
+		v.fail(p, "min and max apply only to integer flags, but type is %s", k.Type)
+	}
+	if k.Pattern != "" {
+		if k.Type == "boolean" {
+			v.fail(p.key("pattern"), "a pattern does not apply to a boolean flag")
+		}
+		if _, err := regexp.Compile(policy.AnchorPattern(k.Pattern)); err != nil {
+			v.fail(p.key("pattern"), "invalid regular expression: %v", regexpReason(err))
+		}
+	}
+	if k.Required {
+		switch {
+		case k.Deny || slices.Contains(r.DenyFlags, flag):
+			v.fail(p.key("required"), "flag %s is both required and denied, so no call could pass", flag)
+		case !slices.Contains(r.Flags, flag):
+			v.fail(p.key("required"), "flag %s is required but not in flags, so no call could pass", flag)
+		}
+	}
+}
+
+func (v *validator) server(name string, s *MCPServer) {
+	p := fieldPath{}.key("mcp_servers").key(name)
+	v.name(p, "server name", name)
+	if s.NamePrefix != name {
+		v.name(p.key("name_prefix"), "name_prefix", s.NamePrefix)
+	}
+	if s.Command == "" {
+		v.fail(p.key("command"), "is required")
+	}
+	if s.WorkingDir != "" {
+		v.dir(p.key("working_dir"), s.WorkingDir)
+	}
+	v.positive(p.key("timeout"), s.Timeout.Seconds())
+	v.positive(p.key("init_timeout"), s.InitTimeout.Seconds())
+	v.env(p, s.Env, s.EnvFiles)
+	seen := map[string]bool{}
+	for i, ref := range s.Allow {
+		rp := p.key("allow").index(i).key("tool")
+		switch {
+		case ref.Tool == "":
+			v.fail(rp, "is required: the upstream tool's exact name")
+		case seen[ref.Tool]:
+			v.fail(rp, "tool %q is listed twice", ref.Tool)
+		default:
+			seen[ref.Tool] = true
+			exposed := s.NamePrefix + "_" + ref.Tool
+			if !policy.ValidToken(exposed) {
+				v.fail(rp, "the exposed name %q must match [A-Za-z0-9][A-Za-z0-9_-]*", exposed)
+			} else {
+				v.expose(rp, exposed)
+			}
+		}
+	}
+	for i, ref := range s.Deny {
+		if ref.Tool == "" {
+			v.fail(p.key("deny").index(i).key("tool"), "is required: the upstream tool's exact name")
+		}
+	}
+}
+
+// name checks a tool or server name: a valid token, not in wraptool's
+// reserved namespace.
+func (v *validator) name(p fieldPath, what, s string) {
+	if !v.token(p, what, s) {
+		return
+	}
+	if strings.HasPrefix(strings.ToLower(s), policy.ReservedPrefix) {
+		v.fail(p, "%s %q starts with %q, which is reserved for wraptool's built-in tools", what, s, policy.ReservedPrefix)
+	}
+}
+
+func (v *validator) token(p fieldPath, what, s string) bool {
+	if policy.ValidToken(s) {
+		return true
+	}
+	v.fail(p, "%s %q must match [A-Za-z0-9][A-Za-z0-9_-]*", what, s)
+	return false
+}
+
+func (v *validator) flag(p fieldPath, f string) bool {
+	if policy.ValidFlag(f) {
+		return true
+	}
+	v.fail(p, "%q is not a flag: want -X (one letter or digit) or --name", f)
+	return false
+}
+
+// expose records an MCP tool name for the length and collision checks.
+func (v *validator) expose(p fieldPath, name string) {
+	if len(name) > policy.MaxToolNameLen {
+		v.fail(p, "the MCP tool name %q is %d characters; the limit is %d", name, len(name), policy.MaxToolNameLen)
+		return
+	}
+	v.exposed = append(v.exposed, exposedName{name, p})
+}
+
+// collisions reports every exposed name after the first, in document order,
+// that repeats an earlier one.
+func (v *validator) collisions() {
+	slices.SortStableFunc(v.exposed, func(a, b exposedName) int {
+		pa, pb := v.c.lines.at(a.path), v.c.lines.at(b.path)
+		if pa.line != pb.line {
+			return pa.line - pb.line
+		}
+		if pa.col != pb.col {
+			return pa.col - pb.col
+		}
+		return strings.Compare(a.path.String(), b.path.String())
+	})
+	owner := map[string]fieldPath{}
+	for _, e := range v.exposed {
+		if prev, dup := owner[e.name]; dup {
+			v.fail(e.path, "gives the MCP tool name %q, already given by %s", e.name, prev)
+			continue
+		}
+		owner[e.name] = e.path
+	}
+}
+
+func (v *validator) env(p fieldPath, env map[string]string, files []string) {
+	for _, k := range sortedKeys(env) {
+		kp := p.key("env").key(k)
+		switch {
+		case !ValidEnvName(k):
+			v.fail(kp, "%q is not a valid variable name: want [A-Za-z_][A-Za-z0-9_]*", k)
+		case strings.ContainsRune(env[k], 0):
+			v.fail(kp, "the value contains a NUL byte")
+		}
+	}
+	for i, f := range files {
+		if _, err := readEnvFile(f); err != nil {
+			v.fail(p.key("env_files").index(i), "%v", err)
+		}
+	}
+}
+
+func (v *validator) executable(p fieldPath, path string) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.fail(p, "%s does not exist", path)
+	case err != nil:
+		v.fail(p, "%v", err)
+	case !info.Mode().IsRegular():
+		v.fail(p, "%s is not a regular file", path)
+	case info.Mode().Perm()&0o111 == 0:
+		v.fail(p, "%s is not executable", path)
+	}
+}
+
+func (v *validator) dir(p fieldPath, path string) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.fail(p, "%s does not exist", path)
+	case err != nil:
+		v.fail(p, "%v", err)
+	case !info.IsDir():
+		v.fail(p, "%s is not a directory", path)
+	}
+}
+
+func (v *validator) positive(p fieldPath, seconds float64) {
+	if seconds <= 0 {
+		v.fail(p, "must be a positive duration such as 30s")
+	}
+}
+
+// splitHostPort checks a host:port listen address and returns the host.
+func splitHostPort(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("want host:port, got %q", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fmt.Errorf("port %q in %q must be a number from 0 to 65535", port, addr)
+	}
+	return host, nil
+}
+
+// IsLoopback reports whether host names the local machine only: "localhost"
+// or a loopback IP. An empty host listens on every interface and is not.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func reservedUse(prop string) string {
+	if prop == policy.ArgsProperty {
+		return "positional arguments"
+	}
+	return "working directory"
+}
+
+func regexpReason(err error) string {
+	return strings.TrimPrefix(err.Error(), "error parsing regexp: ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
