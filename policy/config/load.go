@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/wraptool/wraptool/policy"
 )
 
 // Defaults the contract fixes for fields left unset.
@@ -123,18 +125,18 @@ func fillNil(c *Config) {
 		}
 		for i, r := range t.Allow {
 			if r == nil {
-				r = &AllowRule{}
+				r = &policy.AllowRule{}
 				t.Allow[i] = r
 			}
 			for f, k := range r.FlagConstraints {
 				if k == nil {
-					r.FlagConstraints[f] = &Constraint{}
+					r.FlagConstraints[f] = &policy.Constraint{}
 				}
 			}
 		}
 		for i, r := range t.Deny {
 			if r == nil {
-				t.Deny[i] = &DenyRule{}
+				t.Deny[i] = &policy.DenyRule{}
 			}
 		}
 	}

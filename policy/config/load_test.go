@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy"
 )
 
 func TestLoadAppliesDefaults(t *testing.T) {
@@ -154,23 +156,23 @@ func TestSeedHelpFlags(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
-		rule AllowRule
+		rule policy.AllowRule
 		want []string
 	}{
-		{"both are added", AllowRule{Flags: []string{"--x"}}, []string{"--x", "-h", "--help"}},
-		{"an empty rule gets both", AllowRule{}, []string{"-h", "--help"}},
-		{"denying --help keeps -h", AllowRule{DenyFlags: []string{"--help"}}, []string{"-h"}},
-		{"denying -h keeps --help", AllowRule{DenyFlags: []string{"-h"}}, []string{"--help"}},
-		{"a deny constraint counts as deny", AllowRule{FlagConstraints: map[string]*Constraint{"--help": {Deny: true}}}, []string{"-h"}},
-		{"an operator's --h keeps the property h", AllowRule{Flags: []string{"--h"}}, []string{"--h", "--help"}},
-		{"a denied --h keeps the property h", AllowRule{DenyFlags: []string{"--h"}}, []string{"--help"}},
-		{"a listed help flag is not doubled", AllowRule{Flags: []string{"--help"}}, []string{"--help", "-h"}},
+		{"both are added", policy.AllowRule{Flags: []string{"--x"}}, []string{"--x", "-h", "--help"}},
+		{"an empty rule gets both", policy.AllowRule{}, []string{"-h", "--help"}},
+		{"denying --help keeps -h", policy.AllowRule{DenyFlags: []string{"--help"}}, []string{"-h"}},
+		{"denying -h keeps --help", policy.AllowRule{DenyFlags: []string{"-h"}}, []string{"--help"}},
+		{"a deny constraint counts as deny", policy.AllowRule{FlagConstraints: map[string]*policy.Constraint{"--help": {Deny: true}}}, []string{"-h"}},
+		{"an operator's --h keeps the property h", policy.AllowRule{Flags: []string{"--h"}}, []string{"--h", "--help"}},
+		{"a denied --h keeps the property h", policy.AllowRule{DenyFlags: []string{"--h"}}, []string{"--help"}},
+		{"a listed help flag is not doubled", policy.AllowRule{Flags: []string{"--help"}}, []string{"--help", "-h"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := tc.rule
-			c := &Config{Tools: map[string]*Tool{"t": {Allow: []*AllowRule{&r}}}}
+			c := &Config{Tools: map[string]*Tool{"t": {Allow: []*policy.AllowRule{&r}}}}
 			SeedHelpFlags(c)
 			if !slices.Equal(r.Flags, tc.want) {
 				t.Errorf("after seeding: %q, want %q", r.Flags, tc.want)

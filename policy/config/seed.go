@@ -1,8 +1,6 @@
 package config
 
 import (
-	"slices"
-
 	"github.com/wraptool/wraptool/policy"
 )
 
@@ -15,7 +13,7 @@ func SeedHelpFlags(c *Config) {
 	for _, t := range c.Tools {
 		for _, r := range t.Allow {
 			for _, h := range []string{policy.ShortHelpFlag, policy.LongHelpFlag} {
-				if !r.Denies(h) && !r.usesProperty(policy.PropertyName(h)) {
+				if !r.Denies(h) && !usesProperty(r, policy.PropertyName(h)) {
 					r.Flags = append(r.Flags, h)
 				}
 			}
@@ -24,7 +22,7 @@ func SeedHelpFlags(c *Config) {
 }
 
 // usesProperty reports whether a listed or denied flag maps to prop.
-func (r *AllowRule) usesProperty(prop string) bool {
+func usesProperty(r *policy.AllowRule, prop string) bool {
 	for _, list := range [][]string{r.Flags, r.DenyFlags} {
 		for _, f := range list {
 			if policy.PropertyName(f) == prop {
@@ -33,14 +31,4 @@ func (r *AllowRule) usesProperty(prop string) bool {
 		}
 	}
 	return false
-}
-
-// Denies reports whether the rule refuses flag outright, through deny_flags
-// or a deny constraint; deny is checked before the allowlist.
-func (r *AllowRule) Denies(flag string) bool {
-	if slices.Contains(r.DenyFlags, flag) {
-		return true
-	}
-	c := r.FlagConstraints[flag]
-	return c != nil && c.Deny
 }

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/wraptool/wraptool/policy"
+)
 
 // Config is a loaded wraptool configuration. Its fields mirror the YAML keys
 // of the configuration reference; Load fills defaults and resolves paths, so
@@ -74,9 +78,9 @@ type Tool struct {
 	// Introspection tunes --help parsing for this tool.
 	Introspection Introspection `yaml:"introspection"`
 	// Allow rules: each exposes one MCP tool.
-	Allow []*AllowRule `yaml:"allow"`
+	Allow []*policy.AllowRule `yaml:"allow"`
 	// Deny rules: token prefixes that are refused before any allow rule.
-	Deny []*DenyRule `yaml:"deny"`
+	Deny []*policy.DenyRule `yaml:"deny"`
 
 	// FileEnv is the merge of EnvFiles, read once at load so a malformed
 	// file is a config error rather than a failure at call time.
@@ -89,51 +93,6 @@ type Introspection struct {
 	CacheTTL time.Duration `yaml:"cache_ttl"`
 	// OverridesFile corrects misparsed help; optional.
 	OverridesFile string `yaml:"overrides_file"`
-}
-
-// AllowRule permits one subcommand with a set of flags.
-type AllowRule struct {
-	// Subcommand is matched exactly, token by token.
-	Subcommand []string `yaml:"subcommand"`
-	// Flags is the allowlist. After Load it also holds the seeded -h and
-	// --help unless they are denied.
-	Flags []string `yaml:"flags"`
-	// DenyFlags are refused even when listed in Flags.
-	DenyFlags []string `yaml:"deny_flags"`
-	// FlagConstraints bound flag values, keyed by the flag as written in
-	// Flags ("--depth").
-	FlagConstraints map[string]*Constraint `yaml:"flag_constraints"`
-	// ArgConstraints bound the positional arguments.
-	ArgConstraints ArgConstraints `yaml:"arg_constraints"`
-}
-
-// Constraint bounds one flag's value.
-type Constraint struct {
-	// Required makes the flag mandatory.
-	Required bool `yaml:"required"`
-	// Type is "integer", "boolean" or "string"; empty lets introspection
-	// and the name heuristic decide.
-	Type string `yaml:"type"`
-	// Min and Max bound an integer value; nil means unbounded.
-	Min *int64 `yaml:"min"`
-	Max *int64 `yaml:"max"`
-	// Pattern is an RE2 expression the whole value must match.
-	Pattern string `yaml:"pattern"`
-	// Deny refuses the flag outright.
-	Deny bool `yaml:"deny"`
-}
-
-// ArgConstraints bound positional arguments.
-type ArgConstraints struct {
-	// PositionalMax is the most positional arguments allowed; nil means no
-	// limit and 0 means none at all.
-	PositionalMax *int `yaml:"positional_max"`
-}
-
-// DenyRule refuses every command whose tokens start with Subcommand.
-type DenyRule struct {
-	// Subcommand is a token prefix ([auth] covers "auth login").
-	Subcommand []string `yaml:"subcommand"`
 }
 
 // MCPServer is a local stdio MCP server fronted by wraptool.

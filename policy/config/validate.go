@@ -157,7 +157,7 @@ func (v *validator) tool(name string, t *Tool) {
 	}
 }
 
-func (v *validator) allow(tool string, p fieldPath, r *AllowRule) {
+func (v *validator) allow(tool string, p fieldPath, r *policy.AllowRule) {
 	for j, tok := range r.Subcommand {
 		v.token(p.key("subcommand").index(j), "subcommand token", tok)
 	}
@@ -196,7 +196,7 @@ func (v *validator) allow(tool string, p fieldPath, r *AllowRule) {
 	}
 }
 
-func (v *validator) constraint(p fieldPath, flag string, k *Constraint, r *AllowRule) {
+func (v *validator) constraint(p fieldPath, flag string, k *policy.Constraint, r *policy.AllowRule) {
 	switch k.Type {
 	case "", "integer", "boolean", "string":
 	default:

@@ -1,0 +1,14 @@
+package config
+
+import "github.com/wraptool/wraptool/policy"
+
+// Policy compiles the config's tools into a policy. types supplies flag
+// types from introspection and may be nil.
+func (c *Config) Policy(types policy.FlagTypes) (*policy.Policy, error) {
+	tools := make([]policy.Tool, 0, len(c.Tools))
+	for _, name := range sortedKeys(c.Tools) {
+		t := c.Tools[name]
+		tools = append(tools, policy.Tool{Name: name, Binary: t.Binary, Allow: t.Allow, Deny: t.Deny})
+	}
+	return policy.New(tools, types)
+}

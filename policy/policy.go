@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Tool is one wrapped CLI as New receives it: the tool key, its binary and
+// its rules as written (help flags already seeded).
+type Tool struct {
+	Name   string
+	Binary string
+	Allow  []*AllowRule
+	Deny   []*DenyRule
+}
+
+// Policy is a compiled, immutable policy. It is shared by pointer between
+// concurrent calls; a call keeps the *Policy it started with.
+type Policy struct {
+	tools   map[string]*tool
+	exposed []*Rule
+	byName  map[string]*Rule
+}
+
+type tool struct {
+	name   string
+	binary string
+	deny   [][]string
+	rules  []*Rule
+}
+
+// Rule is one compiled allow rule: what the schema shows and what Evaluate
+// checks. It is immutable.
+type Rule struct {
+	tool          *tool
+	name          string
+	sub           []string
+	command       string // "git push", for messages
+	flags         []Flag // allowed flags in schema order
+	byProp        map[string]int
+	denied        map[string]string // property → denied flag
+	positionalMax int               // -1: no limit
+	exposed       bool
+	allowedList   string // the "Allowed flags" line: "--set-upstream" or "(none)"
+}
+
+// Flag is one allowed flag of a rule, as the schema and argv see it.
+type Flag struct {
+	// Flag is the flag as written ("--depth", "-m").
+	Flag string
+	// Property is its schema property ("depth", "m").
+	Property string
+	// Type is TypeBoolean, TypeInteger or TypeString.
+	Type Type
+	// Required flags must be given (a boolean must be true).
+	Required bool
+	// Min and Max bound an integer; nil means unbounded.
+	Min, Max *int64
+	// Pattern is the constraint as written; empty means none.
+	Pattern string
+
+	re *regexp.Regexp
+}
+
+// New compiles tools into a Policy. types may be nil. The rules should have
+// passed config validation; New still refuses what it cannot compile (a bad
+// pattern, an invalid name) rather than build a policy that misbehaves.
+func New(tools []Tool, types FlagTypes) (*Policy, error) {
+	p := &Policy{tools: map[string]*tool{}, byName: map[string]*Rule{}}
+	for _, spec := range tools {
+		if !ValidToken(spec.Name) {
+			return nil, fmt.Errorf("compile policy: tool name %q is invalid", spec.Name)
+		}
+		if _, dup := p.tools[spec.Name]; dup {
+			return nil, fmt.Errorf("compile policy: tool %q is listed twice", spec.Name)
+		}
+		t := &tool{name: spec.Name, binary: spec.Binary}
+		for _, d := range spec.Deny {
+			t.deny = append(t.deny, slices.Clone(d.Subcommand))
+		}
+		for _, a := range spec.Allow {
+			r, err := compileRule(t, a, types)
+			if err != nil {
+				return nil, fmt.Errorf("compile policy: %s: %w", ToolName(spec.Name, a.Subcommand), err)
+			}
+			t.rules = append(t.rules, r)
+			if !r.exposed {
+				continue
+			}
+			if _, dup := p.byName[r.name]; dup {
+				return nil, fmt.Errorf("compile policy: MCP tool name %q is produced twice", r.name)
+			}
+			p.byName[r.name] = r
+			p.exposed = append(p.exposed, r)
+		}
+		p.tools[spec.Name] = t
+	}
+	slices.SortFunc(p.exposed, func(a, b *Rule) int { return strings.Compare(a.name, b.name) })
+	return p, nil
+}
+
+func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
+	r := &Rule{
+		tool:          t,
+		name:          ToolName(t.name, a.Subcommand),
+		sub:           slices.Clone(a.Subcommand),
+		command:       strings.Join(append([]string{t.name}, a.Subcommand...), " "),
+		byProp:        map[string]int{},
+		denied:        map[string]string{},
+		positionalMax: -1,
+	}
+	for _, tok := range a.Subcommand {
+		if !ValidToken(tok) {
+			return nil, fmt.Errorf("subcommand token %q is invalid", tok)
+		}
+	}
+	if n := a.ArgConstraints.PositionalMax; n != nil {
+		r.positionalMax = max(*n, 0)
+	}
+	r.exposed = !t.denies(a.Subcommand, nil)
+	for _, f := range a.DenyFlags {
+		r.denied[PropertyName(f)] = f
+	}
+	for f, c := range a.FlagConstraints {
+		if c != nil && c.Deny {
+			r.denied[PropertyName(f)] = f
+		}
+	}
+	var listed []string
+	for _, f := range a.Flags {
+		if !ValidFlag(f) {
+			return nil, fmt.Errorf("flag %q is invalid", f)
+		}
+		prop := PropertyName(f)
+		if _, denied := r.denied[prop]; denied {
+			continue
+		}
+		if _, dup := r.byProp[prop]; dup || prop == ArgsProperty || prop == CwdProperty {
+			return nil, fmt.Errorf("flag %s gives a property that is taken", f)
+		}
+		c := a.FlagConstraints[f]
+		fl := Flag{Flag: f, Property: prop, Type: flagType(c, types, t.name, a.Subcommand, f)}
+		if c != nil {
+			fl.Required, fl.Min, fl.Max, fl.Pattern = c.Required, c.Min, c.Max, c.Pattern
+			if c.Pattern != "" {
+				re, err := regexp.Compile(AnchorPattern(c.Pattern))
+				if err != nil {
+					return nil, fmt.Errorf("flag %s: %w", f, err)
+				}
+				fl.re = re
+			}
+		}
+		r.byProp[prop] = len(r.flags)
+		r.flags = append(r.flags, fl)
+		if !IsHelpFlag(f) {
+			listed = append(listed, f)
+		}
+	}
+	r.allowedList = "(none)"
+	if len(listed) > 0 {
+		r.allowedList = strings.Join(listed, ", ")
+	}
+	return r, nil
+}
+
+// Rules returns the exposed rules (those no deny rule covers), sorted by MCP
+// tool name. The slice is shared: do not modify it.
+func (p *Policy) Rules() []*Rule { return p.exposed }
+
+// Rule returns the exposed rule behind an MCP tool name.
+func (p *Policy) Rule(name string) (*Rule, bool) {
+	r, ok := p.byName[name]
+	return r, ok
+}
+
+// Name is the rule's MCP tool name ("git_pull").
+func (r *Rule) Name() string { return r.name }
+
+// Tool is the tool key ("git").
+func (r *Rule) Tool() string { return r.tool.name }
+
+// Binary is the wrapped tool's absolute path.
+func (r *Rule) Binary() string { return r.tool.binary }
+
+// Subcommand returns a copy of the rule's subcommand tokens.
+func (r *Rule) Subcommand() []string { return slices.Clone(r.sub) }
+
+// Command is the tool key and subcommand as a user would type them
+// ("gcloud compute instances list").
+func (r *Rule) Command() string { return r.command }
+
+// Flags returns the allowed flags in schema order, help flags included and
+// denied flags left out. The slice is shared: do not modify it.
+func (r *Rule) Flags() []Flag { return r.flags }
+
+// PositionalMax is the most positional arguments allowed; ok is false when
+// there is no limit.
+func (r *Rule) PositionalMax() (n int, ok bool) {
+	return r.positionalMax, r.positionalMax >= 0
+}
+
+// denies reports whether a deny rule covers the command made of sub followed
+// by args: deny rules match by token prefix.
+func (t *tool) denies(sub, args []string) bool {
+	_, ok := t.denyRule(sub, args)
+	return ok
+}
+
+// denyRule returns the first deny rule covering sub+args.
+func (t *tool) denyRule(sub, args []string) ([]string, bool) {
+	for _, d := range t.deny {
+		if len(d) > len(sub)+len(args) {
+			continue
+		}
+		match := true
+		for i, tok := range d {
+			var got string
+			if i < len(sub) {
+				got = sub[i]
+			} else {
+				got = args[i-len(sub)]
+			}
+			if got != tok {
+				match = false
+				break
+			}
+		}
+		if match {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// rule finds the allow rule whose subcommand is exactly sub.
+func (t *tool) rule(sub []string) *Rule {
+	for _, r := range t.rules {
+		if slices.Equal(r.sub, sub) {
+			return r
+		}
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package policy
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Kind classifies a refusal, for logs, the audit trail and tests; the text
+// is what the assistant reads.
+type Kind int
+
+// Refusal kinds, in the order Evaluate checks them.
+const (
+	KindUnknownTool    Kind = iota + 1 // the tool key is not configured
+	KindDenyRule                       // a deny rule covers the command
+	KindNoRule                         // no allow rule has this subcommand
+	KindFlagNotAllowed                 // a parameter is not an allowed flag
+	KindFlagDenied                     // a flag is in deny_flags or has deny: true
+	KindValue                          // a flag's value is of the wrong type or out of bounds
+	KindRequired                       // a required flag is missing
+	KindArgCount                       // too many positional arguments, or args is not a list of strings
+	KindArg                            // a positional argument looks like a flag or holds a NUL
+	KindCwd                            // the working directory is refused
+)
+
+var kindNames = map[Kind]string{
+	KindUnknownTool: "unknown_tool", KindDenyRule: "deny_rule", KindNoRule: "no_rule",
+	KindFlagNotAllowed: "flag_not_allowed", KindFlagDenied: "flag_denied", KindValue: "value",
+	KindRequired: "required", KindArgCount: "arg_count", KindArg: "arg", KindCwd: "cwd",
+}
+
+// String is a stable snake_case name for logs.
+func (k Kind) String() string {
+	if s, ok := kindNames[k]; ok {
+		return s
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// RequestTool is the built-in tool every denial points at.
+const RequestTool = "wraptool_request_capability"
+
+// Refusal is why a call was refused, with the full text for the assistant.
+type Refusal struct {
+	Kind Kind
+	// Reason is the Policy: line's text, without the final period.
+	Reason string
+	// Text is the whole denial:
+	//
+	//	DENIED: 'git push --force origin main' is not permitted.
+	//
+	//	Policy: flag '--force' is not in the allowlist for 'git push'.
+	//	Allowed flags for 'git push': --set-upstream
+	//
+	//	To request this capability, call the 'wraptool_request_capability' tool.
+	Text string
+}
+
+func newRefusal(kind Kind, reason, command string, allowed *Rule) *Refusal {
+	var b strings.Builder
+	b.WriteString("DENIED: '")
+	b.WriteString(command)
+	b.WriteString("' is not permitted.\n\nPolicy: ")
+	b.WriteString(reason)
+	b.WriteString(".\n")
+	if allowed != nil {
+		b.WriteString("Allowed flags for '")
+		b.WriteString(allowed.command)
+		b.WriteString("': ")
+		b.WriteString(allowed.allowedList)
+		b.WriteString("\n")
+	}
+	b.WriteString("\nTo request this capability, call the '" + RequestTool + "' tool.")
+	return &Refusal{Kind: kind, Reason: reason, Text: b.String()}
+}
+
+// renderCall lists the tokens a call would have run as: the tool key, the
+// subcommand, the flags (known ones in schema order, then the rest by name)
+// and the positional arguments. It runs only for refusals.
+func renderCall(c Call, r *Rule) []string {
+	tokens := append([]string{c.Tool}, c.Subcommand...)
+	seen := map[string]bool{ArgsProperty: true, CwdProperty: true}
+	if r != nil {
+		for _, f := range r.flags {
+			v, ok := c.Params[f.Property]
+			if !ok || v == nil {
+				continue
+			}
+			seen[f.Property] = true
+			if f.Type == TypeBoolean && (v == true || v == "true") {
+				tokens = append(tokens, f.Flag)
+			} else if !(f.Type == TypeBoolean && (v == false || v == "false")) {
+				tokens = appendValued(tokens, f.Flag, v)
+			}
+		}
+	}
+	var rest []badParam
+	for name, v := range c.Params {
+		if !seen[name] && v != nil {
+			rest = append(rest, badParam{name: name, flag: flagFor(name)})
+		}
+	}
+	slices.SortFunc(rest, func(a, b badParam) int {
+		if a.less(b) {
+			return -1
+		}
+		return 1
+	})
+	for _, b := range rest {
+		if v := c.Params[b.name]; v == true {
+			tokens = append(tokens, b.flag)
+		} else {
+			tokens = appendValued(tokens, b.flag, v)
+		}
+	}
+	switch a := c.Params[ArgsProperty].(type) {
+	case []any:
+		for _, x := range a {
+			tokens = append(tokens, display(x))
+		}
+	case []string:
+		tokens = append(tokens, a...)
+	case nil:
+	default:
+		tokens = append(tokens, display(a))
+	}
+	return tokens
+}
+
+func appendValued(tokens []string, flag string, v any) []string {
+	if IsShortFlag(flag) {
+		return append(tokens, flag, display(v))
+	}
+	return append(tokens, flag+"="+display(v))
+}
+
+// display renders any JSON value the way it would reach argv.
+func display(v any) string {
+	if s, ok := stringValue(v); ok {
+		return s
+	}
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(v)
+	case []any, []string:
+		return "<array>"
+	}
+	return "<object>"
+}
+
+// quoteCommand joins tokens as a shell would need them quoted.
+func quoteCommand(tokens []string) string {
+	var b strings.Builder
+	for i, t := range tokens {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(shellQuote(t))
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it. Control characters
+// are shown escaped instead, so a denial never carries raw NULs or newlines.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	plain := true
+	for _, c := range s {
+		switch {
+		case c < 0x20 || c == 0x7f:
+			return strconv.Quote(s)
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.ContainsRune("_@%+=:,./-", c):
+		default:
+			plain = false
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// quoteToken quotes a token for a Policy: line ('-rf').
+func quoteToken(s string) string {
+	if strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return "'" + s + "'"
+}

@@ -1,0 +1,29 @@
+package toolset
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
+)
+
+// fakecli is the fixture binary, built once for the package's tests.
+var fakecli string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolset-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakecli, err = toolsettest.BuildFakeCLI(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

@@ -1,0 +1,169 @@
+package toolset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultOutputCap bounds each of stdout and stderr.
+const DefaultOutputCap = 1 << 20
+
+// waitDelay bounds how long Run waits for output pipes after the child has
+// exited (or been killed) when something outside its process group still
+// holds them open.
+const waitDelay = 2 * time.Second
+
+// Command is one allowed command, ready to run.
+type Command struct {
+	// Argv is the binary and its arguments; no shell is involved.
+	Argv []string
+	// Dir is the working directory; "" means the server's own.
+	Dir string
+	// Env is the complete environment (see Environ).
+	Env []string
+	// Timeout bounds the run; zero means no limit beyond ctx.
+	Timeout time.Duration
+	// OutputCap bounds each stream in bytes; zero means DefaultOutputCap.
+	OutputCap int
+}
+
+// Result is what a run produced.
+type Result struct {
+	// ExitCode is the exit status, or -1 when the process has none (it
+	// timed out, was killed by a signal, or never started).
+	ExitCode int
+	// Stdout and Stderr are the captured streams, each cut at the cap with
+	// a marker line saying how much was dropped.
+	Stdout, Stderr string
+	// Truncated reports whether either stream was cut.
+	Truncated bool
+	// Duration is the wall time from start to exit.
+	Duration time.Duration
+	// TimedOut reports that the timeout killed the process group.
+	TimedOut bool
+	// Err says why the run failed outright ("timed out after 30s", a start
+	// failure, a cancelled context); nil when the process ran to its exit,
+	// whatever its status.
+	Err error
+}
+
+// Run starts the command in its own process group with stdin closed,
+// captures both streams up to the cap, and waits. On timeout, or when ctx is
+// done, the whole group is killed with SIGKILL, so grandchildren die too.
+func Run(ctx context.Context, c Command) Result {
+	limit := c.OutputCap
+	if limit <= 0 {
+		limit = DefaultOutputCap
+	}
+	if len(c.Argv) == 0 {
+		return Result{ExitCode: -1, Err: errors.New("failed to start: empty command")}
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, c.Timeout)
+	}
+	defer cancel()
+
+	stdout, stderr := &capped{limit: limit}, &capped{limit: limit}
+	cmd := exec.CommandContext(runCtx, c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = c.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // never inherit the server's environment
+	}
+	cmd.Stdin = nil // reads from /dev/null
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The child leads its own group; kill every member.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = waitDelay
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("cancelled: %w", ctx.Err())
+		} else {
+			err = fmt.Errorf("failed to start: %w", err)
+		}
+		return Result{ExitCode: -1, Duration: time.Since(start), Err: err}
+	}
+	err := cmd.Wait()
+	r := Result{
+		ExitCode: -1,
+		Duration: time.Since(start),
+		Stdout:   stdout.String(),
+		Stderr:   stderr.String(),
+	}
+	r.Truncated = stdout.dropped > 0 || stderr.dropped > 0
+	if cmd.ProcessState != nil {
+		r.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	switch {
+	case c.Timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		r.ExitCode, r.TimedOut = -1, true
+		r.Err = fmt.Errorf("timed out after %s", c.Timeout)
+	case ctx.Err() != nil:
+		r.ExitCode = -1
+		r.Err = fmt.Errorf("cancelled: %w", ctx.Err())
+	case err != nil && !isExitError(err):
+		// The process exited but its output pipes stayed open past
+		// waitDelay (a descendant left its group), or Wait failed.
+		r.Err = err
+	}
+	return r
+}
+
+func isExitError(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee)
+}
+
+// capped keeps the first limit bytes written and counts the rest. It never
+// fails a write, so a chatty child is drained rather than blocked.
+type capped struct {
+	limit   int
+	buf     []byte
+	dropped int64
+}
+
+func (w *capped) Write(p []byte) (int, error) {
+	room := w.limit - len(w.buf)
+	if room >= len(p) {
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	}
+	if room > 0 {
+		w.buf = append(w.buf, p[:room]...)
+	}
+	w.dropped += int64(len(p) - max(room, 0))
+	return len(p), nil
+}
+
+// String returns the kept bytes; when some were dropped, the cut is moved
+// back to a character boundary and a marker line says how much is missing.
+func (w *capped) String() string {
+	if w.dropped == 0 {
+		return string(w.buf)
+	}
+	kept, dropped := w.buf, w.dropped
+	// Drop a character the cap split in two.
+	for i := len(kept) - 1; i >= 0 && i >= len(kept)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(kept[i]) {
+			if !utf8.FullRune(kept[i:]) {
+				dropped += int64(len(kept) - i)
+				kept = kept[:i]
+			}
+			break
+		}
+	}
+	return string(kept) + "\n[wraptool: output truncated at " + strconv.Itoa(w.limit) + " bytes; " +
+		strconv.FormatInt(dropped, 10) + " more bytes not shown]\n"
+}

@@ -1,0 +1,294 @@
+package toolset
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// report is what fakecli prints by default.
+type report struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Cwd  string   `json:"cwd"`
+}
+
+func runReport(t *testing.T, c Command) report {
+	t.Helper()
+	res := Run(context.Background(), c)
+	if res.Err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run: exit %d, err %v, stderr %q", res.ExitCode, res.Err, res.Stderr)
+	}
+	var r report
+	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
+		t.Fatalf("fakecli output %q: %v", res.Stdout, err)
+	}
+	return r
+}
+
+func fakeEnv(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestRunPassesArgvVerbatim(t *testing.T) {
+	t.Parallel()
+	argv := []string{fakecli, "push", "--message=a b; rm -rf /", "-m", "$(id)", "*", "'q'", ""}
+	r := runReport(t, Command{Argv: argv, Env: []string{}})
+	if !slices.Equal(r.Argv, argv) {
+		t.Errorf("child saw argv %q, want %q (no shell may touch it)", r.Argv, argv)
+	}
+}
+
+func TestRunEnvironmentIsExactlyTheContracts(t *testing.T) {
+	// Not parallel: it sets a variable in this process to prove it does not leak.
+	t.Setenv("WRAPTOOL_LEAK_CANARY", "leaked")
+	env := Environ(fakecli, os.Getenv, map[string]string{"FROM_FILE": "f", "SHARED": "file"}, map[string]string{"SHARED": "inline", "INLINE": "i"})
+	r := runReport(t, Command{Argv: []string{fakecli}, Env: env})
+	want := []string{
+		"FROM_FILE=f",
+		"HOME=" + os.Getenv("HOME"),
+		"INLINE=i",
+		"LANG=C.UTF-8",
+		"PATH=" + filepath.Dir(fakecli) + ":" + os.Getenv("PATH"),
+		"SHARED=inline",
+	}
+	if !slices.Equal(r.Env, want) {
+		t.Errorf("child environment:\n got %q\nwant %q", r.Env, want)
+	}
+}
+
+func TestEnviron(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		parent  map[string]string
+		fileEnv map[string]string
+		env     map[string]string
+		want    []string
+	}{
+		{"the binary's folder comes first in PATH",
+			map[string]string{"PATH": "/usr/local/bin:/usr/bin", "HOME": "/home/op", "SECRET": "x"}, nil, nil,
+			[]string{"HOME=/home/op", "LANG=C.UTF-8", "PATH=/opt/tool/bin:/usr/local/bin:/usr/bin"}},
+		{"a server without PATH falls back to /usr/bin:/bin",
+			map[string]string{"HOME": "/h"}, nil, nil,
+			[]string{"HOME=/h", "LANG=C.UTF-8", "PATH=/opt/tool/bin:/usr/bin:/bin"}},
+		{"a server without HOME passes none",
+			map[string]string{"PATH": "/bin"}, nil, nil,
+			[]string{"LANG=C.UTF-8", "PATH=/opt/tool/bin:/bin"}},
+		{"env overrides env_files, which override the base",
+			map[string]string{"PATH": "/bin", "HOME": "/h"},
+			map[string]string{"A": "file", "HOME": "/file-home", "B": "file"},
+			map[string]string{"A": "inline", "LANG": "en_GB.UTF-8"},
+			[]string{"A=inline", "B=file", "HOME=/file-home", "LANG=en_GB.UTF-8", "PATH=/opt/tool/bin:/bin"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := Environ("/opt/tool/bin/tool", fakeEnv(tc.parent), tc.fileEnv, tc.env)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real, _ := filepath.EvalSymlinks(dir)
+	r := runReport(t, Command{Argv: []string{fakecli}, Dir: dir, Env: []string{}})
+	if r.Cwd != real {
+		t.Errorf("child cwd = %q, want %q", r.Cwd, real)
+	}
+	wd, _ := os.Getwd()
+	if r := runReport(t, Command{Argv: []string{fakecli}, Env: []string{}}); r.Cwd != wd {
+		t.Errorf("child cwd with Dir unset = %q, want the server's %q", r.Cwd, wd)
+	}
+}
+
+func TestRunExitStatusAndStreams(t *testing.T) {
+	t.Parallel()
+	res := Run(context.Background(), Command{Argv: []string{fakecli, "exit", "3"}, Env: []string{}})
+	if res.ExitCode != 3 || res.Err != nil {
+		t.Errorf("exit code %d, err %v; want 3, nil", res.ExitCode, res.Err)
+	}
+	if res.Stdout != "to stdout\n" || res.Stderr != "to stderr\n" {
+		t.Errorf("streams %q / %q", res.Stdout, res.Stderr)
+	}
+	if res.Truncated || res.TimedOut {
+		t.Errorf("truncated %v, timed out %v", res.Truncated, res.TimedOut)
+	}
+}
+
+func TestRunStdinIsClosed(t *testing.T) {
+	t.Parallel()
+	res := Run(context.Background(), Command{Argv: []string{fakecli, "stdin"}, Env: []string{}, Timeout: 30 * time.Second})
+	if res.Stdout != "{\"stdin_bytes\":0,\"err\":\"<nil>\"}\n" {
+		t.Errorf("stdin report %q, want 0 bytes and EOF", res.Stdout)
+	}
+}
+
+func TestRunFailureToStart(t *testing.T) {
+	t.Parallel()
+	res := Run(context.Background(), Command{Argv: []string{filepath.Join(t.TempDir(), "missing")}, Env: []string{}})
+	if res.ExitCode != -1 || res.Err == nil || !strings.HasPrefix(res.Err.Error(), "failed to start: ") {
+		t.Errorf("exit %d, err %v; want -1 and a start failure", res.ExitCode, res.Err)
+	}
+}
+
+func TestRunOutputCap(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		n, limit  int
+		truncated bool
+	}{
+		{"output under the cap is whole", 1000, 1001, false},
+		{"output at the cap is whole", 1000, 1000, false},
+		{"output over the cap is cut and marked", 5000, 1001, true},
+		{"the default cap is 1 MiB", DefaultOutputCap + 10, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := Run(context.Background(), Command{Argv: []string{fakecli, "spam", strconv.Itoa(tc.n)}, Env: []string{}, OutputCap: tc.limit})
+			if res.Truncated != tc.truncated {
+				t.Fatalf("Truncated = %v, want %v", res.Truncated, tc.truncated)
+			}
+			for name, s := range map[string]string{"stdout": res.Stdout, "stderr": res.Stderr} {
+				if !tc.truncated {
+					if len(s) != tc.n {
+						t.Errorf("%s has %d bytes, want %d", name, len(s), tc.n)
+					}
+					continue
+				}
+				limit := tc.limit
+				if limit == 0 {
+					limit = DefaultOutputCap
+				}
+				body, mark, ok := strings.Cut(s, "\n[wraptool: output truncated at ")
+				if !ok {
+					t.Fatalf("%s lacks the truncation mark: ...%q", name, s[max(0, len(s)-80):])
+				}
+				if len(body) > limit || len(body) < limit-3 {
+					t.Errorf("%s kept %d bytes, want just under %d", name, len(body), limit)
+				}
+				if !strings.HasSuffix(body, "é") || strings.ContainsRune(body, '\uFFFD') {
+					t.Errorf("%s was cut inside a character: ...%q", name, body[len(body)-4:])
+				}
+				wantMark := strconv.Itoa(limit) + " bytes; " + strconv.Itoa(tc.n-len(body)) + " more bytes not shown]\n"
+				if mark != wantMark {
+					t.Errorf("%s mark = %q, want %q", name, mark, wantMark)
+				}
+			}
+		})
+	}
+}
+
+// The timeout kills the whole process group: the fixture starts a
+// grandchild, and both must be gone. On a slow machine the timeout can fire
+// before the grandchild exists, which proves nothing, so the run is repeated
+// with a longer timeout until the grandchild was there to be killed.
+func TestRunTimeoutKillsGrandchildren(t *testing.T) {
+	t.Parallel()
+	for _, timeout := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 8 * time.Second} {
+		pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
+		start := time.Now()
+		res := Run(context.Background(), Command{Argv: []string{fakecli, "grandchild", pidfile}, Env: []string{}, Timeout: timeout})
+		if !res.TimedOut || res.ExitCode != -1 || res.Err == nil || res.Err.Error() != "timed out after "+timeout.String() {
+			t.Fatalf("TimedOut %v, exit %d, err %v; want a timeout with exit -1", res.TimedOut, res.ExitCode, res.Err)
+		}
+		if elapsed := time.Since(start); elapsed > timeout+waitDelay+10*time.Second {
+			t.Errorf("Run returned after %v: it waited for the grandchild", elapsed)
+		}
+		data, err := os.ReadFile(pidfile)
+		if err != nil || len(data) == 0 {
+			continue // the grandchild had not started yet
+		}
+		pid, _ := strconv.Atoi(string(data))
+		waitDead(t, pid)
+		return
+	}
+	t.Fatal("the grandchild never started before the timeout, even at 8s")
+}
+
+// alive reports whether pid runs; a zombie awaiting its reaper counts as dead.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func TestRunContextCancelKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() { done <- Run(ctx, Command{Argv: []string{fakecli, "grandchild", pidfile}, Env: []string{}}) }()
+	pid := waitForPID(t, pidfile)
+	cancel()
+	select {
+	case res := <-done:
+		if res.ExitCode != -1 || res.Err == nil || !strings.HasPrefix(res.Err.Error(), "cancelled") {
+			t.Errorf("exit %d, err %v; want -1 and cancelled", res.ExitCode, res.Err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	waitDead(t, pid)
+}
+
+func TestRunWithCancelledContextDoesNotStart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := Run(ctx, Command{Argv: []string{fakecli}, Env: []string{}})
+	if res.ExitCode != -1 || res.Err == nil || !strings.HasPrefix(res.Err.Error(), "cancelled") {
+		t.Errorf("exit %d, err %v; want -1 and cancelled", res.ExitCode, res.Err)
+	}
+}
+
+// waitForPID polls for the fixture's pidfile; the grandchild writes it once
+// it runs.
+func waitForPID(t *testing.T, pidfile string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if data, err := os.ReadFile(pidfile); err == nil && len(data) > 0 {
+			pid, _ := strconv.Atoi(string(data))
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the grandchild never wrote its pidfile")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a file: no event to wait on
+	}
+}
+
+// waitDead polls until pid is gone, with a deadline.
+func waitDead(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the process table: no event to wait on
+	}
+}
