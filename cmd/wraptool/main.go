@@ -9,16 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/peterbourgon/ff/v4"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := exec(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	// serve installs its own signal handling (SIGHUP reloads, SIGINT and
+	// SIGTERM stop gracefully); other commands keep the default.
+	err := exec(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))
 }
 

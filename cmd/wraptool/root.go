@@ -70,6 +70,8 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 		Exec:      unknownCommand,
 	}
 	a.root.Subcommands = []*ff.Command{
+		a.serveCommand(),
+		a.upCommand(),
 		a.configCommand(),
 		a.versionCommand(),
 	}

@@ -1,0 +1,279 @@
+package actors
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Limits and timeouts of the MCP listener (CONTRACT §9).
+const (
+	MaxBodyBytes      = 4 << 20
+	ReadHeaderTimeout = 10 * time.Second
+	SessionTimeout    = 30 * time.Minute
+	ShutdownGrace     = 10 * time.Second
+)
+
+// ErrSocketInUse is returned when a live server already listens on the
+// unix socket path.
+var ErrSocketInUse = errors.New("another process is listening on the socket")
+
+// Hub owns the MCP listener: legacy SSE at /sse and Streamable HTTP at /mcp
+// on one listener (TCP or a unix socket), behind the DNS-rebinding check and
+// bearer auth, plus an unauthenticated /healthz. On stop it lets in-flight
+// tool calls finish within ShutdownGrace before killing them.
+type Hub struct {
+	server     *mcp.Server
+	transport  string
+	listen     string
+	token      func() string
+	abortCalls context.CancelFunc
+	grace      time.Duration
+	log        *slog.Logger
+
+	ln         net.Listener
+	socketPath string // the unix socket to remove on stop
+}
+
+// HubOptions configure a Hub. token returns the bearer token required now
+// ("" for none), read on every request so a rotated token applies at once;
+// abortCalls kills in-flight tool runs when the grace period is over.
+type HubOptions struct {
+	Transport  string
+	Listen     string
+	Token      func() string
+	AbortCalls context.CancelFunc
+	// Grace bounds how long in-flight calls may run on stop; zero means
+	// ShutdownGrace.
+	Grace time.Duration
+}
+
+// NewHub serves server as o says. It binds nothing until Listen.
+func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
+	if o.Grace <= 0 {
+		o.Grace = ShutdownGrace
+	}
+	return &Hub{server: server, transport: o.Transport, listen: o.Listen, token: o.Token,
+		abortCalls: o.AbortCalls, grace: o.Grace, log: log.With("component", "hub")}
+}
+
+// Listen binds the listener. It is separate from Run so a bind failure
+// stops start-up with a clear error and the bound address (port 0) is
+// known before serving.
+func (h *Hub) Listen() error {
+	if h.transport == "unix" {
+		ln, err := listenUnix(h.listen)
+		if err != nil {
+			return fmt.Errorf("listen on unix socket %s: %w", h.listen, err)
+		}
+		h.ln, h.socketPath = ln, h.listen
+		return nil
+	}
+	ln, err := net.Listen("tcp", h.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", h.listen, err)
+	}
+	h.ln = ln
+	return nil
+}
+
+// Addr is the bound address; valid after Listen.
+func (h *Hub) Addr() net.Addr { return h.ln.Addr() }
+
+// URL is the base URL clients use ("http://127.0.0.1:8717"); empty for a
+// unix socket.
+func (h *Hub) URL() string {
+	if h.transport == "unix" {
+		return ""
+	}
+	return "http://" + h.ln.Addr().String()
+}
+
+// Run serves until ctx is done, then shuts down gracefully.
+func (h *Hub) Run(ctx context.Context) error {
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(h.ln) }()
+	select {
+	case err := <-errc:
+		h.removeSocket()
+		return fmt.Errorf("serve MCP: %w", err)
+	case <-ctx.Done():
+	}
+	h.shutdown(srv)
+	<-errc
+	h.removeSocket()
+	return nil
+}
+
+// shutdown stops accepting, lets in-flight calls finish within the grace
+// period, kills what still runs, then closes every session and connection.
+func (h *Hub) shutdown(srv *http.Server) {
+	graceCtx, cancel := context.WithTimeout(context.Background(), h.grace)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(graceCtx) }()
+
+	// Closing a session waits for its in-flight requests, then ends its
+	// stream, which lets the HTTP server go idle.
+	sessionsClosed := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		for ss := range h.server.Sessions() {
+			wg.Go(func() { ss.Close() })
+		}
+		wg.Wait()
+		close(sessionsClosed)
+	}()
+	select {
+	case <-sessionsClosed:
+	case <-graceCtx.Done():
+		h.log.Warn("grace period over; killing tool calls still running", "grace", h.grace)
+		h.abortCalls()
+		select {
+		case <-sessionsClosed:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if err := <-shut; err != nil {
+		srv.Close()
+	}
+}
+
+func (h *Hub) removeSocket() {
+	if h.socketPath != "" {
+		os.Remove(h.socketPath)
+	}
+}
+
+// Handler is the whole HTTP surface.
+func (h *Hub) Handler() http.Handler {
+	getServer := func(*http.Request) *mcp.Server { return h.server }
+	sse := mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: MaxBodyBytes})
+	streamable := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      SessionTimeout,
+		MaxRequestBodyBytes: MaxBodyBytes,
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok"))
+	})
+	mux.Handle("/sse", h.guard(sse))
+	mux.Handle("/mcp", h.guard(streamable))
+	return mux
+}
+
+// guard applies the DNS-rebinding check (loopback TCP listeners only) and
+// the bearer token.
+func (h *Hub) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allowed := h.loopbackNames(); allowed != nil {
+			if !allowed[strings.ToLower(r.Host)] {
+				http.Error(w, "forbidden: Host is not this server's loopback name", http.StatusForbidden)
+				return
+			}
+			if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, allowed) {
+				http.Error(w, "forbidden: Origin is not this server's loopback name", http.StatusForbidden)
+				return
+			}
+		}
+		if tok := h.token(); tok != "" && !bearerMatches(r.Header.Get("Authorization"), tok) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wraptool"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackNames lists the Host values a loopback listener answers to
+// (localhost, 127.0.0.1 and [::1] with its port), or nil when the check
+// does not apply (a unix socket or a non-loopback address).
+func (h *Hub) loopbackNames() map[string]bool {
+	tcp, ok := h.ln.Addr().(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() {
+		return nil
+	}
+	port := fmt.Sprint(tcp.Port)
+	return map[string]bool{
+		"localhost:" + port: true,
+		"127.0.0.1:" + port: true,
+		"[::1]:" + port:     true,
+	}
+}
+
+func originAllowed(origin string, allowed map[string]bool) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return allowed[strings.ToLower(u.Host)]
+}
+
+// bearerMatches compares in constant time; hashing first hides the
+// token's length as well.
+func bearerMatches(header, token string) bool {
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// listenUnix binds a socket with mode 0600. A stale socket left by a dead
+// process is replaced; a live one is refused. The socket is created inside a
+// private (0700) temporary folder, restricted, then renamed into place, so
+// nobody can connect while its mode is still the umask's.
+func listenUnix(path string) (net.Listener, error) {
+	if info, err := os.Lstat(path); err == nil {
+		if info.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, ErrSocketInUse
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	tmpDir, err := os.MkdirTemp(filepath.Dir(path), ".wraptool-sock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, "s")
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, err
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}

@@ -1,0 +1,81 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// ErrStopped is returned to a request submitted while the server stops.
+var ErrStopped = errors.New("the server is shutting down")
+
+// RequestLog is the server's only writer of the capability-request log. It
+// serialises the server's appends (the file lock orders them against other
+// processes) and answers each with the recorded id.
+type RequestLog struct {
+	in   chan messages.AppendRequest
+	path func() string
+	now  func() time.Time
+	log  *slog.Logger
+	done chan struct{}
+
+	warned map[string]bool // skipped lines already reported
+}
+
+// NewRequestLog appends to the file path returns (the current snapshot's
+// mcp.request_log); now stamps the records.
+func NewRequestLog(path func() string, now func() time.Time, log *slog.Logger) *RequestLog {
+	return &RequestLog{in: make(chan messages.AppendRequest), path: path, now: now,
+		log: log.With("component", "requestlog"), done: make(chan struct{}), warned: map[string]bool{}}
+}
+
+// Run appends requests until ctx is done.
+func (w *RequestLog) Run(ctx context.Context) error {
+	defer close(w.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-w.in:
+			path := w.path()
+			s, err := requests.Submit(path, m.Request, w.now())
+			for _, warn := range s.Warnings {
+				if key := path + "\x00" + warn.String(); !w.warned[key] {
+					w.warned[key] = true
+					w.log.Warn("request log: skipped a line", "file", path, "line", warn.Line, "problem", warn.Err)
+				}
+			}
+			m.Reply <- messages.AppendResult{Submitted: s, Err: err}
+		}
+	}
+}
+
+// Submit sends r to the writer and waits for its answer. It is the
+// Submitter of the built-in request tool, called from tool handlers.
+func (w *RequestLog) Submit(ctx context.Context, r requests.Request) (requests.Submitted, error) {
+	reply := make(chan messages.AppendResult, 1)
+	select {
+	case w.in <- messages.AppendRequest{Request: r, Reply: reply}:
+	case <-ctx.Done():
+		return requests.Submitted{}, ctx.Err()
+	case <-w.done:
+		return requests.Submitted{}, ErrStopped
+	}
+	select {
+	case res := <-reply:
+		return res.Submitted, res.Err
+	case <-ctx.Done():
+		return requests.Submitted{}, ctx.Err()
+	case <-w.done:
+		select {
+		case res := <-reply: // answered just before stopping
+			return res.Submitted, res.Err
+		default:
+			return requests.Submitted{}, ErrStopped
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"slices"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/wraptool/wraptool/messages"
+)
+
+// Watcher reports changes to the config and the token files it names. It
+// watches their folders rather than the files, so editors that save by
+// writing a new file and renaming it over the old one are seen, and it drops
+// every event on other files before they become messages.
+type Watcher struct {
+	paths func() []string
+	out   chan<- messages.FileChanged
+	log   *slog.Logger
+}
+
+// NewWatcher watches the files paths returns (the current snapshot's);
+// it is asked again after each event, so a reload that names a new token
+// file widens the watch.
+func NewWatcher(paths func() []string, out chan<- messages.FileChanged, log *slog.Logger) *Watcher {
+	return &Watcher{paths: paths, out: out, log: log.With("component", "watcher")}
+}
+
+// Run watches until ctx is done. If file watching cannot start, it logs a
+// warning and waits: reloads then come from SIGHUP only.
+func (w *Watcher) Run(ctx context.Context) error {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		w.log.Warn("file watching is unavailable; reload with SIGHUP", "error", err)
+		<-ctx.Done()
+		return nil
+	}
+	defer fw.Close()
+	dirs := map[string]bool{}
+	var files []string
+	sync := func() {
+		files = files[:0]
+		for _, p := range w.paths() {
+			p = absPath(p)
+			files = append(files, p)
+			dir := filepath.Dir(p)
+			if dirs[dir] {
+				continue
+			}
+			if err := fw.Add(dir); err != nil {
+				w.log.Warn("cannot watch folder; changes there need SIGHUP", "dir", dir, "error", err)
+				continue
+			}
+			dirs[dir] = true
+		}
+	}
+	sync()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return nil
+			}
+			w.log.Warn("file watch error", "error", err)
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return nil
+			}
+			if !slices.Contains(files, filepath.Clean(ev.Name)) {
+				continue
+			}
+			select {
+			case w.out <- messages.FileChanged{Path: ev.Name, Op: ev.Op.String()}:
+			case <-ctx.Done():
+				return nil
+			}
+			sync()
+		}
+	}
+}

@@ -1,0 +1,15 @@
+// Package requests is the capability-request log: the assistant's requests
+// for more capability and the operator's decisions, as JSON Lines.
+//
+// The log is append-only. A request is one line with status "pending"; a
+// decision is a later line with the same id. Readers fold lines by id, the
+// latest status winning, and skip any line that is not a complete JSON object
+// (a torn write, a stray edit) with a warning, so one bad line never hides
+// the rest.
+//
+// Every writer (the server, the CLI, the admin UI) holds an exclusive flock
+// on the file while it appends one whole line, and repairs a torn last line
+// by writing the missing newline first, so lines from concurrent processes
+// never interleave and none is lost. Functions here are safe for concurrent
+// use within and across processes.
+package requests

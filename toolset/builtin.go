@@ -1,0 +1,183 @@
+package toolset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// Bounds on a capability request's input (CONTRACT §5).
+const (
+	maxTokenLen     = 64
+	maxSubcommand   = 16
+	maxFlags        = 64
+	maxFlagLen      = 128
+	maxRationaleLen = 4 << 10
+	maxEnablesLen   = 4 << 10
+)
+
+// RequestDefinition is the built-in wraptool_request_capability tool.
+func RequestDefinition() *mcp.Tool {
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	list := func(desc string) map[string]any {
+		return map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": desc}
+	}
+	return &mcp.Tool{
+		Name: policy.RequestTool,
+		Description: "Ask the operator for a capability wraptool refused: a tool's subcommand and the flags " +
+			"it needs. The request is recorded for review; nothing changes until the operator approves it, " +
+			"after which the tool list changes.",
+		InputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"tool":       str("The wrapped tool, e.g. git."),
+				"subcommand": list("The subcommand tokens, e.g. [\"push\"]; [] for the bare tool."),
+				"flags":      list("Flags needed, each -X or --name, e.g. [\"--force-with-lease\"]."),
+				"rationale":  str("Why the capability is needed."),
+				"enables":    str("What approval would let you do."),
+			},
+			"required": []string{"tool", "subcommand", "rationale"},
+		},
+		OutputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"id":     map[string]any{"type": "string"},
+				"status": map[string]any{"type": "string"},
+			},
+			"required": []string{"id", "status"},
+		},
+	}
+}
+
+// requestInput is the built-in tool's input as sent.
+type requestInput struct {
+	Tool       *string   `json:"tool"`
+	Subcommand *[]string `json:"subcommand"`
+	Flags      []string  `json:"flags"`
+	Rationale  *string   `json:"rationale"`
+	Enables    string    `json:"enables"`
+}
+
+// ParseRequest checks a wraptool_request_capability input: token and flag
+// syntax, lengths, required fields. Duplicate flags are dropped. The error
+// says what is wrong, for the assistant to correct.
+func ParseRequest(raw json.RawMessage) (requests.Request, error) {
+	var in requestInput
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return requests.Request{}, fmt.Errorf("the arguments must be an object with tool, subcommand, flags, rationale and enables: %v", err)
+	}
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	switch {
+	case in.Tool == nil || *in.Tool == "":
+		bad("tool is required")
+	case len(*in.Tool) > maxTokenLen || !policy.ValidToken(*in.Tool):
+		bad("tool %q must match [A-Za-z0-9][A-Za-z0-9_-]* (at most %d characters)", *in.Tool, maxTokenLen)
+	case strings.HasPrefix(strings.ToLower(*in.Tool), policy.ReservedPrefix):
+		bad("tool %q is one of wraptool's own", *in.Tool)
+	}
+	var sub []string
+	switch {
+	case in.Subcommand == nil:
+		bad("subcommand is required ([] for the bare tool)")
+	case len(*in.Subcommand) > maxSubcommand:
+		bad("subcommand has %d tokens; at most %d", len(*in.Subcommand), maxSubcommand)
+	default:
+		sub = *in.Subcommand
+		for _, tok := range sub {
+			if len(tok) > maxTokenLen || !policy.ValidToken(tok) {
+				bad("subcommand token %q must match [A-Za-z0-9][A-Za-z0-9_-]* (at most %d characters)", tok, maxTokenLen)
+			}
+		}
+	}
+	if len(in.Flags) > maxFlags {
+		bad("flags has %d entries; at most %d", len(in.Flags), maxFlags)
+	}
+	var flags []string
+	for _, f := range in.Flags {
+		if len(f) > maxFlagLen || !policy.ValidFlag(f) {
+			bad("flag %q must be -X or --name, name in [A-Za-z0-9][A-Za-z0-9_.-]*", f)
+			continue
+		}
+		if !slices.Contains(flags, f) {
+			flags = append(flags, f)
+		}
+	}
+	switch {
+	case in.Rationale == nil || strings.TrimSpace(*in.Rationale) == "":
+		bad("rationale is required: say why the capability is needed")
+	default:
+		textBounds("rationale", *in.Rationale, maxRationaleLen, bad)
+	}
+	textBounds("enables", in.Enables, maxEnablesLen, bad)
+	if len(errs) > 0 {
+		return requests.Request{}, errors.New(strings.Join(errs, "; "))
+	}
+	if flags == nil {
+		flags = []string{}
+	}
+	return requests.Request{Tool: *in.Tool, Subcommand: sub, Flags: flags, Rationale: *in.Rationale, Enables: in.Enables}, nil
+}
+
+func textBounds(field, s string, limit int, bad func(string, ...any)) {
+	switch {
+	case len(s) > limit:
+		bad("%s is %d bytes; at most %d", field, len(s), limit)
+	case !utf8.ValidString(s) || strings.ContainsRune(s, 0):
+		bad("%s must be UTF-8 text without NUL bytes", field)
+	}
+}
+
+// Submitter records a request, or finds the identical pending one.
+type Submitter func(context.Context, requests.Request) (requests.Submitted, error)
+
+// RequestResult is the built-in tool's structuredContent.
+type RequestResult struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// NewRequestHandler returns the handler of wraptool_request_capability.
+func NewRequestHandler(submit Submitter, log *slog.Logger) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r, err := ParseRequest(req.Params.Arguments)
+		if err != nil {
+			return errorResult("The request was not recorded: " + err.Error() + "."), nil
+		}
+		s, err := submit(ctx, r)
+		if err != nil {
+			log.Warn("capability request not recorded", "tool", r.Tool, "subcommand", r.Subcommand, "error", err)
+			if errors.Is(err, requests.ErrPendingLimit) {
+				return errorResult("The request was not recorded: the pending limit is reached (" +
+					fmt.Sprint(requests.MaxPending) + " requests await the operator's decision). " +
+					"A slot frees when the operator decides one."), nil
+			}
+			return errorResult("The request was not recorded: " + err.Error() + "."), nil
+		}
+		text := "Request " + s.ID + " recorded (pending). The operator will review it; if it is approved, " +
+			"this server's tool list changes and you are notified."
+		if s.Existing {
+			text = "Request " + s.ID + " recorded (pending). An identical request was already pending, " +
+				"so no new one was filed; the operator will review it."
+		} else {
+			log.Info("capability request recorded", "id", s.ID, "tool", r.Tool, "subcommand", r.Subcommand, "flags", r.Flags)
+		}
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+			StructuredContent: RequestResult{ID: s.ID, Status: requests.StatusPending},
+		}, nil
+	}
+}

@@ -1,0 +1,109 @@
+package toolset
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// Definition is the MCP tool for one exposed allow rule (CONTRACT §3): its
+// name, a description naming the command and its flags, an object input
+// schema with one property per allowed flag plus args and cwd, and the
+// output schema of a run.
+//
+// The input schema never rejects a call: unknown properties are allowed so
+// they reach the policy and get a denial that says how to ask for them.
+func Definition(r *policy.Rule) *mcp.Tool {
+	props := map[string]any{}
+	var required []string
+	var listed []string
+	for _, f := range r.Flags() {
+		props[f.Property] = flagSchema(f)
+		if f.Required {
+			required = append(required, f.Property)
+		}
+		if !policy.IsHelpFlag(f.Flag) {
+			listed = append(listed, f.Flag)
+		}
+	}
+	max, limited := r.PositionalMax()
+	if !limited || max > 0 {
+		args := map[string]any{
+			"type":        "array",
+			"items":       map[string]any{"type": "string"},
+			"description": "Positional arguments, in order. None may begin with '-': pass flags as named parameters.",
+		}
+		if limited {
+			args["maxItems"] = max
+		}
+		props[policy.ArgsProperty] = args
+	}
+	props[policy.CwdProperty] = map[string]any{
+		"type":        "string",
+		"description": "Working directory for the command; defaults to the tool's configured directory.",
+	}
+	schema := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	allowed := "none"
+	if len(listed) > 0 {
+		allowed = strings.Join(listed, ", ")
+	}
+	return &mcp.Tool{
+		Name: r.Name(),
+		Description: fmt.Sprintf("Run '%s' (allowed flags: %s). Pass each flag as a named parameter "+
+			"(true for a switch) and positional arguments in args.", r.Command(), allowed),
+		InputSchema:  schema,
+		OutputSchema: runOutputSchema(),
+	}
+}
+
+func flagSchema(f policy.Flag) map[string]any {
+	s := map[string]any{}
+	desc := []string{f.Flag}
+	switch f.Type {
+	case policy.TypeBoolean:
+		s["type"] = "boolean"
+		desc = append(desc, "a switch: true adds it")
+	case policy.TypeInteger:
+		s["type"] = "integer"
+		if f.Min != nil {
+			s["minimum"] = *f.Min
+			desc = append(desc, "at least "+strconv.FormatInt(*f.Min, 10))
+		}
+		if f.Max != nil {
+			s["maximum"] = *f.Max
+			desc = append(desc, "at most "+strconv.FormatInt(*f.Max, 10))
+		}
+	default:
+		s["type"] = "string"
+	}
+	if f.Pattern != "" {
+		desc = append(desc, "must match "+policy.AnchorPattern(f.Pattern))
+	}
+	if f.Required {
+		desc = append(desc, "required")
+	}
+	s["description"] = strings.Join(desc, "; ")
+	return s
+}
+
+// runOutputSchema describes structuredContent of a run.
+func runOutputSchema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"exit_code":   map[string]any{"type": "integer", "description": "exit status; -1 when the process has none (timeout, failure to start)"},
+			"stdout":      map[string]any{"type": "string"},
+			"stderr":      map[string]any{"type": "string"},
+			"duration_ms": map[string]any{"type": "integer"},
+			"truncated":   map[string]any{"type": "boolean", "description": "true when a stream was cut at the output cap"},
+		},
+		"required": []string{"exit_code", "stdout", "stderr", "duration_ms", "truncated"},
+	}
+}
