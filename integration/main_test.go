@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// wraptoolBin is the binary TestMain builds, used by every test.
-var wraptoolBin string
+// wraptoolBin is the binary TestMain builds, used by every test; fakecli is
+// the fixture CLI the served configs wrap (toolset/testdata/fakecli).
+var wraptoolBin, fakecli string
 
 const (
 	buildTimeout = 5 * time.Minute
@@ -41,6 +44,10 @@ func testMain(m *testing.M) int {
 	build := exec.CommandContext(ctx, "go", "build", "-o", wraptoolBin, "github.com/wraptool/wraptool/cmd/wraptool")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: build wraptool: %v\n%s", err, out)
+		return 1
+	}
+	if fakecli, err = toolsettest.BuildFakeCLI(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
 	}
 	return m.Run()
