@@ -30,12 +30,22 @@ fuzz time="30s":
       done; \
     done
 
-# Go benchmarks with allocation counts.
+# Go benchmarks with allocation counts, then the side-by-side latency report:
+# a tool call through wraptool against spawning the fixture directly, and
+# config write to list_changed.
 bench:
     go test -run '^$' -bench . -benchmem ./...
+    WRAPTOOL_BENCH=1 go test ./integration -run '^TestLatencyReport$' -count=1 -v | sed -n '/^wraptool latency/,/list_changed/p'
+
 
 # Fail when `go mod tidy` would change go.mod or go.sum.
 tidy-check:
     cp go.mod /tmp/wraptool-go.mod.bak; cp go.sum /tmp/wraptool-go.sum.bak
     go mod tidy
     if ! git diff --quiet -- go.mod go.sum; then git diff -- go.mod go.sum; cp /tmp/wraptool-go.mod.bak go.mod; cp /tmp/wraptool-go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum"; exit 1; fi
+
+# The official MCP conformance suite's generic server scenarios against /mcp
+# of a server without a token (needs npm; brings Node 22 from the npm
+# registry). Name scenarios to run only those.
+conformance *scenarios:
+    integration/node/conformance.sh {{scenarios}}

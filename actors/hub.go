@@ -47,15 +47,26 @@ type Hub struct {
 
 	ln         net.Listener
 	socketPath string // the unix socket to remove on stop
+
+	// calls counts MCP requests being handled, so shutdown can wait for
+	// them before closing sessions (the SDK drops the response of a call
+	// that finishes after its session is closed).
+	mu    sync.Mutex
+	calls int
+	idle  chan struct{} // closed while calls == 0
 }
 
-// HubOptions configure a Hub. token returns the bearer token required now
-// ("" for none), read on every request so a rotated token applies at once;
-// abortCalls kills in-flight tool runs when the grace period is over.
+// HubOptions configure a Hub.
 type HubOptions struct {
-	Transport  string
-	Listen     string
-	Token      func() string
+	// Transport is "sse" (TCP) or "unix".
+	Transport string
+	// Listen is host:port, or the socket path.
+	Listen string
+	// Token returns the bearer token required now, read on every request so
+	// a rotated token applies at once; nil or "" means no authentication.
+	Token func() string
+	// AbortCalls kills in-flight tool runs once the grace period is over;
+	// nil means there is nothing to kill.
 	AbortCalls context.CancelFunc
 	// Grace bounds how long in-flight calls may run on stop; zero means
 	// ShutdownGrace.
@@ -67,8 +78,48 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.Grace <= 0 {
 		o.Grace = ShutdownGrace
 	}
-	return &Hub{server: server, transport: o.Transport, listen: o.Listen, token: o.Token,
-		abortCalls: o.AbortCalls, grace: o.Grace, log: log.With("component", "hub")}
+	if o.Token == nil {
+		o.Token = func() string { return "" }
+	}
+	if o.AbortCalls == nil {
+		o.AbortCalls = func() {}
+	}
+	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, token: o.Token,
+		abortCalls: o.AbortCalls, grace: o.Grace, log: log.With("component", "hub"), idle: make(chan struct{})}
+	close(h.idle)
+	server.AddReceivingMiddleware(h.track)
+	return h
+}
+
+// track counts requests (not notifications) while their handlers run.
+func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		h.mu.Lock()
+		if h.calls == 0 {
+			h.idle = make(chan struct{})
+		}
+		h.calls++
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			h.calls--
+			if h.calls == 0 {
+				close(h.idle)
+			}
+			h.mu.Unlock()
+		}()
+		return next(ctx, method, req)
+	}
+}
+
+// idleCh is closed once no request is being handled.
+func (h *Hub) idleCh() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.idle
 }
 
 // Listen binds the listener. It is separate from Run so a bind failure
@@ -91,8 +142,14 @@ func (h *Hub) Listen() error {
 	return nil
 }
 
-// Addr is the bound address; valid after Listen.
-func (h *Hub) Addr() net.Addr { return h.ln.Addr() }
+// Addr is the bound address (for a unix socket, its configured path);
+// valid after Listen.
+func (h *Hub) Addr() net.Addr {
+	if h.socketPath != "" {
+		return &net.UnixAddr{Name: h.socketPath, Net: "unix"}
+	}
+	return h.ln.Addr()
+}
 
 // URL is the base URL clients use ("http://127.0.0.1:8717"); empty for a
 // unix socket.
@@ -120,34 +177,45 @@ func (h *Hub) Run(ctx context.Context) error {
 	return nil
 }
 
-// shutdown stops accepting, lets in-flight calls finish within the grace
-// period, kills what still runs, then closes every session and connection.
+// responseSettle is how long shutdown waits, once no handler runs, before
+// closing sessions. The SDK writes a response just after its handler
+// returns and offers no event for it; a session closed before that write
+// drops the response, so the writes get this moment to happen.
+const responseSettle = 100 * time.Millisecond
+
+// shutdown stops accepting connections, lets the requests being handled
+// finish within the grace period (killing tool runs that outlast it), then
+// closes every session and connection.
 func (h *Hub) shutdown(srv *http.Server) {
 	graceCtx, cancel := context.WithTimeout(context.Background(), h.grace)
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(graceCtx) }()
 
-	// Closing a session waits for its in-flight requests, then ends its
-	// stream, which lets the HTTP server go idle.
-	sessionsClosed := make(chan struct{})
-	go func() {
-		var wg sync.WaitGroup
-		for ss := range h.server.Sessions() {
-			wg.Go(func() { ss.Close() })
-		}
-		wg.Wait()
-		close(sessionsClosed)
-	}()
 	select {
-	case <-sessionsClosed:
+	case <-h.idleCh():
 	case <-graceCtx.Done():
 		h.log.Warn("grace period over; killing tool calls still running", "grace", h.grace)
 		h.abortCalls()
 		select {
-		case <-sessionsClosed:
+		case <-h.idleCh():
 		case <-time.After(5 * time.Second):
 		}
+	}
+	settle := time.NewTimer(responseSettle)
+	<-settle.C
+
+	// Closing the sessions ends their streams, so the HTTP server goes idle.
+	var wg sync.WaitGroup
+	for ss := range h.server.Sessions() {
+		wg.Go(func() { ss.Close() })
+	}
+	closed := make(chan struct{})
+	go func() { wg.Wait(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		h.log.Warn("sessions did not close in time; dropping connections")
 	}
 	if err := <-shut; err != nil {
 		srv.Close()
@@ -227,10 +295,10 @@ func originAllowed(origin string, allowed map[string]bool) bool {
 }
 
 // bearerMatches compares in constant time; hashing first hides the
-// token's length as well.
+// token's length as well. The scheme is case-insensitive (RFC 7235).
 func bearerMatches(header, token string) bool {
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
+	scheme, got, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(token))

@@ -55,30 +55,29 @@ func (l *Loader) Run(ctx context.Context) error {
 func (l *Loader) load(req messages.ReloadRequest) (messages.ConfigLoaded, bool) {
 	data, c, err := readConfig(l.path, l.opts)
 	if err != nil {
-		var hash string
-		if data != nil {
-			hash = hashBytes(data)
-		}
-		l.reject(req, hash, err)
+		l.reject(req, data, err)
 		return messages.ConfigLoaded{}, false
 	}
 	m, err := compile(c, data)
 	if err != nil {
-		l.reject(req, hashBytes(data), err)
-		return messages.ConfigLoaded{}, false
-	}
-	if !req.Forced && m.Hash == l.running {
+		l.reject(req, data, err)
 		return messages.ConfigLoaded{}, false
 	}
 	l.rejected = ""
+	if !req.Forced && m.Hash == l.running {
+		return messages.ConfigLoaded{}, false
+	}
 	m.Cause = req.Cause
 	return m, true
 }
 
-func (l *Loader) reject(req messages.ReloadRequest, hash string, err error) {
-	if !req.Forced && hash != "" && hash == l.rejected {
+// reject logs a failed load, unless it is the very failure (same bytes,
+// same error) already reported and the reload was not forced.
+func (l *Loader) reject(req messages.ReloadRequest, data []byte, err error) {
+	key := hashBytes(append(append([]byte(nil), data...), err.Error()...))
+	if !req.Forced && key == l.rejected {
 		return
 	}
-	l.rejected = hash
+	l.rejected = key
 	l.log.Error("config rejected", "cause", req.Cause, "error", err.Error())
 }

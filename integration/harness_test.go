@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,11 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // startTimeout bounds how long a server may take to answer /healthz.
@@ -67,7 +72,15 @@ func startServerIn(t *testing.T, dir, cfg string, env ...string) *server {
 			t.Fatal(err)
 		}
 	}
-	s.cmd = exec.Command(wraptoolBin, "--config", s.ConfigPath, "--log-level", "debug", "serve")
+	// Debug logs help a failing test; a caller that passes its own
+	// WRAPTOOL_LOG_LEVEL (the benchmark) gets that level instead.
+	args := []string{"--config", s.ConfigPath, "--log-level", "debug", "serve"}
+	for _, e := range env {
+		if strings.HasPrefix(e, "WRAPTOOL_LOG_LEVEL=") {
+			args = []string{"--config", s.ConfigPath, "serve"}
+		}
+	}
+	s.cmd = exec.Command(wraptoolBin, args...)
 	s.cmd.Env = append([]string{"HOME=" + filepath.Join(dir, "home"), "PATH=" + os.Getenv("PATH")}, env...)
 	s.cmd.Stdout = io.Discard
 	s.cmd.Stderr = s.stderr
@@ -252,4 +265,232 @@ func (b *logBuffer) find(marker, key string) string {
 		return strings.Trim(v, `"`)
 	}
 	return ""
+}
+
+// settle is how long a test waits, after the first tools/list_changed, for a
+// second one that must not come: longer than the 200 ms reload debounce plus
+// the SDK's 10 ms notification delay.
+const settle = 500 * time.Millisecond
+
+// quiet is how long a test waits for a notification that must not come at
+// all, once the server has logged what it did (or, for a reload that logs
+// nothing, from the change): several debounce periods.
+const quiet = time.Second
+
+// eventTimeout bounds waits for something that must happen (a notification,
+// a log line, a call's result).
+const eventTimeout = 15 * time.Second
+
+// unixServerConfig is serverConfig for the unix transport: the socket is at
+// socket (keep its path short: unix socket paths are limited to ~100 bytes),
+// the token and request log inside dir.
+func unixServerConfig(dir, socket, tools string) string {
+	cfg := fmt.Sprintf("mcp:\n  transport: unix\n  listen: %s\n  auth_token_file: %s\n  request_log: %s\n  allowed_cwd_roots: [%s]\n",
+		socket, filepath.Join(dir, "mcp-token"), filepath.Join(dir, "requests.jsonl"), dir)
+	if tools != "" {
+		cfg += "tools:\n" + strings.ReplaceAll(tools, "$FAKECLI", fakecli)
+	}
+	return cfg
+}
+
+// shortTempDir makes a folder with a short path, for unix sockets, removed
+// when the test ends (after the server, whose cleanup is registered later).
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "wt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// withTools replaces the tools: section of a config made by serverConfig or
+// unixServerConfig, keeping its mcp: section (and so its port).
+func withTools(cfg, tools string) string {
+	head, _, _ := strings.Cut(cfg, "tools:\n")
+	return head + "tools:\n" + strings.ReplaceAll(tools, "$FAKECLI", fakecli)
+}
+
+// PID is the server's process id.
+func (s *server) PID() int { return s.cmd.Process.Pid }
+
+// mcpClient is a go-sdk client session on a server that counts the
+// notifications/tools/list_changed it receives.
+type mcpClient struct {
+	*mcp.ClientSession
+	// ListChanged receives one value per tools/list_changed.
+	ListChanged chan struct{}
+	name        string
+}
+
+// Connect opens an MCP session on s at endpoint ("/mcp" for Streamable
+// HTTP, "/sse" for legacy SSE), sending the server's token. The session is
+// closed when the test ends.
+func (s *server) Connect(t *testing.T, endpoint string) *mcpClient {
+	t.Helper()
+	c := &mcpClient{ListChanged: make(chan struct{}, 64), name: endpoint}
+	client := mcp.NewClient(&mcp.Implementation{Name: "wraptool-integration", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case c.ListChanged <- struct{}{}:
+			default: // more than the buffer holds: the count is wrong anyway
+			}
+		},
+	})
+	base := http.DefaultTransport
+	if s.Socket != "" {
+		base = s.HTTPClient().Transport
+	}
+	// No overall timeout: the SSE streams live as long as the session.
+	httpClient := &http.Client{Transport: bearer{s.Token, base}}
+	var transport mcp.Transport
+	switch endpoint {
+	case "/mcp":
+		transport = &mcp.StreamableClientTransport{Endpoint: s.BaseURL() + endpoint, HTTPClient: httpClient}
+	case "/sse":
+		transport = &mcp.SSEClientTransport{Endpoint: s.BaseURL() + endpoint, HTTPClient: httpClient}
+	default:
+		t.Fatalf("Connect: unknown endpoint %q", endpoint)
+	}
+	// The legacy SSE transport ties its stream to the context given to
+	// Connect, so it lives until the test ends; a timer bounds the connect.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	timer := time.AfterFunc(eventTimeout, cancel)
+	session, err := client.Connect(ctx, transport, nil)
+	if !timer.Stop() {
+		t.Fatalf("connect to %s%s: not connected within %v (%v)\n%s", s.BaseURL(), endpoint, eventTimeout, err, s.Log())
+	}
+	if err != nil {
+		t.Fatalf("connect to %s%s: %v\n%s", s.BaseURL(), endpoint, err, s.Log())
+	}
+	t.Cleanup(func() { session.Close() })
+	c.ClientSession = session
+	return c
+}
+
+// WrappedTools lists the session's tools, sorted, leaving out wraptool's
+// own built-in ones.
+func (c *mcpClient) WrappedTools(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	res, err := c.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("%s: tools/list: %v", c.name, err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		if !strings.HasPrefix(tool.Name, "wraptool_") {
+			names = append(names, tool.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Call calls a tool, bounded by eventTimeout.
+func (c *mcpClient) Call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: call %s: %v", c.name, name, err)
+	}
+	return res
+}
+
+// expectOneListChanged waits (bounded) for each client's first
+// tools/list_changed, then a further settle period, and fails if any
+// client got a second one.
+func expectOneListChanged(t *testing.T, s *server, clients ...*mcpClient) {
+	t.Helper()
+	for _, c := range clients {
+		select {
+		case <-c.ListChanged:
+		case <-time.After(eventTimeout):
+			t.Fatalf("%s: no tools/list_changed within %v:\n%s", c.name, eventTimeout, s.Log())
+		}
+	}
+	time.Sleep(settle) // waiting for the absence of an event
+	for _, c := range clients {
+		if n := len(c.ListChanged); n > 0 {
+			t.Errorf("%s: got %d tools/list_changed, want exactly 1", c.name, 1+n)
+		}
+	}
+}
+
+// expectNoListChanged waits quiet and fails if any client got a
+// tools/list_changed.
+func expectNoListChanged(t *testing.T, clients ...*mcpClient) {
+	t.Helper()
+	time.Sleep(quiet) // waiting for the absence of an event
+	for _, c := range clients {
+		if n := len(c.ListChanged); n > 0 {
+			t.Errorf("%s: got %d tools/list_changed, want none", c.name, n)
+		}
+	}
+}
+
+// resultText is the text of a result's only content item.
+func resultText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("result has %d content items, want 1: %+v", len(res.Content), res.Content)
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("result content is %T, want *mcp.TextContent", res.Content[0])
+	}
+	return text.Text
+}
+
+// structured decodes a result's structuredContent into v.
+func structured(t *testing.T, res *mcp.CallToolResult, v any) {
+	t.Helper()
+	data, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("structuredContent %s: %v", data, err)
+	}
+}
+
+// waitChild polls (bounded) until the server has a child process running
+// argv, so a test knows a tool call is in flight. There is no event for it.
+func waitChild(t *testing.T, s *server, argv ...string) {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	deadline := time.Now().Add(eventTimeout)
+	for {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid ...: comm may hold spaces, so cut at
+			// the last ')'.
+			i := strings.LastIndexByte(string(stat), ')')
+			fields := strings.Fields(string(stat[i+1:]))
+			if len(fields) < 2 || fields[1] != strconv.Itoa(s.PID()) {
+				continue
+			}
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err == nil && string(cmdline) == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no child of the server runs %q after %v:\n%s", argv, eventTimeout, s.Log())
+		}
+		time.Sleep(10 * time.Millisecond) // polling /proc: no event to wait on
+	}
 }

@@ -128,18 +128,28 @@ func Fold(r io.Reader) ([]*Record, []Warning, error) {
 		byID    = map[string]*Record{}
 		warns   []Warning
 	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		raw := bytes.TrimSpace(sc.Bytes())
+	lines := &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: MaxLineBytes}
+	for n := 1; ; n++ {
+		raw, tooLong, err := lines.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return records, warns, err
+		}
+		if tooLong {
+			warns = append(warns, Warning{n, fmt.Sprintf("longer than %d bytes", MaxLineBytes)})
+			continue
+		}
+		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 {
 			continue
 		}
 		var l line
 		dec := json.NewDecoder(bytes.NewReader(raw))
-		if err := dec.Decode(&l); err != nil || dec.More() || l.ID == "" {
+		if err := dec.Decode(&l); err != nil || dec.InputOffset() != int64(len(raw)) || l.ID == "" {
 			msg := "not a complete JSON object"
-			if err == nil && l.ID == "" {
+			if err == nil && dec.InputOffset() == int64(len(raw)) {
 				msg = "no id"
 			}
 			warns = append(warns, Warning{n, msg})
@@ -179,10 +189,44 @@ func Fold(r io.Reader) ([]*Record, []Warning, error) {
 			warns = append(warns, Warning{n, fmt.Sprintf("unknown status %q", l.Status)})
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return records, warns, err
-	}
 	return records, warns, nil
+}
+
+// MaxLineBytes bounds one log line; a longer one (a stray edit, a pasted
+// blob) is skipped with a warning rather than breaking every later read.
+const MaxLineBytes = 1 << 20
+
+// lineReader yields lines of at most max bytes; the rest of a longer line
+// is read and dropped, so memory stays bounded.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+}
+
+// next returns the next line without its newline; tooLong reports a line
+// that was dropped. It returns io.EOF after the last line.
+func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > lr.max+1 {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		switch {
+		case err == nil:
+			return bytes.TrimSuffix(buf, []byte("\n")), tooLong, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && (len(buf) > 0 || tooLong):
+			return buf, tooLong, nil
+		default:
+			return nil, false, err
+		}
+	}
 }
 
 func nonNil(s []string) []string {

@@ -1,0 +1,219 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy/config"
+)
+
+// wait bounds every wait for something that must happen. It is generous
+// because -race slows everything down; a passing test never waits it out.
+const wait = 10 * time.Second
+
+// quiet is how long a test watches for something that must not happen,
+// where nothing else can tell it that the moment has passed.
+const quiet = 300 * time.Millisecond
+
+// logSink is an io.Writer for a slog handler that keeps every record and
+// rings a doorbell on each, so a test can wait for a log line without
+// polling.
+type logSink struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	bell chan struct{}
+}
+
+func newLogSink() *logSink { return &logSink{bell: make(chan struct{}, 1)} }
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Write(p)
+	select {
+	case s.bell <- struct{}{}:
+	default:
+	}
+	return len(p), nil
+}
+
+// String returns everything logged so far.
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// lines returns the logged lines that contain every one of parts.
+func (s *logSink) lines(parts ...string) []string {
+	var out []string
+	for l := range strings.Lines(s.String()) {
+		if containsAll(l, parts) {
+			out = append(out, strings.TrimSuffix(l, "\n"))
+		}
+	}
+	return out
+}
+
+// waitFor blocks until a line containing every one of parts is logged.
+func (s *logSink) waitFor(t *testing.T, parts ...string) {
+	t.Helper()
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for {
+		if len(s.lines(parts...)) > 0 {
+			return
+		}
+		select {
+		case <-s.bell:
+		case <-timeout.C:
+			t.Fatalf("no log line with %q after %v; log:\n%s", parts, wait, s.String())
+		}
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// newTestLogger returns a logger writing text records to a fresh sink, at
+// debug level so nothing is filtered.
+func newTestLogger() (*slog.Logger, *logSink) {
+	sink := newLogSink()
+	return slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug})), sink
+}
+
+// start runs actor in its own goroutine until the test ends. The returned
+// stop cancels its context and reports what Run returned; the test fails if
+// Run does not return within wait. stop is also registered as a cleanup,
+// and may be called more than once.
+func start(t *testing.T, actor interface{ Run(context.Context) error }) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- actor.Run(ctx) }()
+	var (
+		once sync.Once
+		err  error
+	)
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(wait):
+				t.Errorf("Run did not return within %v of its context being cancelled", wait)
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// receive waits for one value on ch.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatalf("no %s after %v", what, wait)
+		panic("unreachable")
+	}
+}
+
+// configFixture is a folder with a config, the token file it names and an
+// executable for its tool: the test binary itself, which is an absolute path
+// to an executable file.
+type configFixture struct {
+	dir, path, token string
+	opts             *config.Options
+}
+
+// baseConfig is a valid config with one exposed rule, fake_status. Its
+// verbs are mcp.log_level, the tool's binary and the rule's flags (the body
+// of a YAML flow list).
+const baseConfig = `mcp:
+  listen: 127.0.0.1:8717
+  auth_token_file: mcp-token
+  request_log: requests.jsonl
+  log_level: %s
+tools:
+  fake:
+    binary: %s
+    allow:
+      - subcommand: [status]
+        flags: [%s]
+`
+
+func newConfigFixture(t *testing.T) *configFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &configFixture{
+		dir:   dir,
+		path:  filepath.Join(dir, "config.yaml"),
+		token: filepath.Join(dir, "mcp-token"),
+		opts:  &config.Options{Home: dir, Getenv: func(string) string { return "" }},
+	}
+	writeFile(t, f.token, "first-token\n")
+	f.writeConfig(t, "info", "--short")
+	return f
+}
+
+// writeConfig writes a valid config with the given log level and flags.
+func (f *configFixture) writeConfig(t *testing.T, level, flags string) {
+	t.Helper()
+	writeFile(t, f.path, f.config(t, level, flags))
+}
+
+func (f *configFixture) config(t *testing.T, level, flags string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("os.Executable: %v", err)
+	}
+	return fmt.Sprintf(baseConfig, level, exe, flags)
+}
+
+// load loads the fixture's config as start-up does.
+func (f *configFixture) load(t *testing.T) messages.ConfigLoaded {
+	t.Helper()
+	m, err := LoadConfig(f.path, f.opts)
+	if err != nil {
+		t.Fatalf("LoadConfig(%s): %v", f.path, err)
+	}
+	return m
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replaceFile writes path by renaming a new file over it, so a concurrent
+// reader sees either the old bytes or the new ones, never a partial file.
+func replaceFile(t *testing.T, path, body string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	writeFile(t, tmp, body)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,286 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+var requestTime = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func pushRequest() requests.Request {
+	return requests.Request{
+		Tool:       "git",
+		Subcommand: []string{"push"},
+		Flags:      []string{"--force-with-lease", "--set-upstream"},
+		Rationale:  "publish the branch",
+		Enables:    "pushing",
+	}
+}
+
+// newRequestLogAt returns a RequestLog writing to the file *path holds
+// (read on every request) and the sink its log goes to.
+func newRequestLogAt(path *atomic.Pointer[string]) (*RequestLog, *logSink) {
+	log, sink := newTestLogger()
+	return NewRequestLog(func() string { return *path.Load() }, func() time.Time { return requestTime }, log), sink
+}
+
+func pathPointer(p string) *atomic.Pointer[string] {
+	var ptr atomic.Pointer[string]
+	ptr.Store(&p)
+	return &ptr
+}
+
+// submit calls w.Submit with a bounded context, so a hang fails the test.
+func submit(t *testing.T, w *RequestLog, r requests.Request) (requests.Submitted, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	s, err := w.Submit(ctx, r)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Submit did not return within %v", wait)
+	}
+	return s, err
+}
+
+func readLog(t *testing.T, path string) []*requests.Record {
+	t.Helper()
+	recs, _, err := requests.Read(path)
+	if err != nil {
+		t.Fatalf("requests.Read: %v", err)
+	}
+	return recs
+}
+
+func TestRequestLogSubmitRecordsARequest(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "data", "requests.jsonl")
+	w, _ := newRequestLogAt(pathPointer(path))
+	start(t, w)
+
+	s, err := submit(t, w, pushRequest())
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	if s.ID == "" || s.Existing {
+		t.Errorf("Submit = %+v, want a new id with Existing false", s)
+	}
+	recs := readLog(t, path)
+	if len(recs) != 1 {
+		t.Fatalf("log holds %d records, want 1", len(recs))
+	}
+	r := recs[0]
+	if r.ID != s.ID || r.Status != requests.StatusPending || r.Tool != "git" || !r.CreatedAt.Equal(requestTime) {
+		t.Errorf("record = %+v, want id %s, pending, tool git, created %v", r, s.ID, requestTime)
+	}
+}
+
+func TestRequestLogSubmitRecognisesDuplicates(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		again func(r requests.Request) requests.Request
+		// decide decides the first request before the second is sent.
+		decide       bool
+		wantExisting bool
+	}{
+		{
+			name:         "the same request while pending returns the existing id",
+			again:        func(r requests.Request) requests.Request { return r },
+			wantExisting: true,
+		},
+		{
+			name: "the same capability in other words, flags reordered, returns the existing id",
+			again: func(r requests.Request) requests.Request {
+				r.Flags = []string{"--set-upstream", "--force-with-lease"}
+				r.Rationale = "another reason"
+				return r
+			},
+			wantExisting: true,
+		},
+		{
+			name: "another flag set is a new request",
+			again: func(r requests.Request) requests.Request {
+				r.Flags = []string{"--force-with-lease"}
+				return r
+			},
+			wantExisting: false,
+		},
+		{
+			name:         "the same request once decided is a new request",
+			again:        func(r requests.Request) requests.Request { return r },
+			decide:       true,
+			wantExisting: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "requests.jsonl")
+			w, _ := newRequestLogAt(pathPointer(path))
+			start(t, w)
+			first, err := submit(t, w, pushRequest())
+			if err != nil {
+				t.Fatalf("first Submit: %v", err)
+			}
+			if tt.decide {
+				if err := requests.Decide(path, first.ID, requests.StatusDenied, "no", false, requestTime); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second, err := submit(t, w, tt.again(pushRequest()))
+			if err != nil {
+				t.Fatalf("second Submit: %v", err)
+			}
+			if second.Existing != tt.wantExisting {
+				t.Errorf("second Submit Existing = %v, want %v", second.Existing, tt.wantExisting)
+			}
+			if sameID := second.ID == first.ID; sameID != tt.wantExisting {
+				t.Errorf("second Submit id %s, first %s: same = %v, want %v", second.ID, first.ID, sameID, tt.wantExisting)
+			}
+			wantRecords := 2
+			if tt.wantExisting {
+				wantRecords = 1
+			}
+			if got := len(readLog(t, path)); got != wantRecords {
+				t.Errorf("log holds %d records, want %d", got, wantRecords)
+			}
+		})
+	}
+}
+
+func TestRequestLogSubmitAfterStopReturnsErrStopped(t *testing.T) {
+	t.Parallel()
+	w, _ := newRequestLogAt(pathPointer(filepath.Join(t.TempDir(), "requests.jsonl")))
+	stop := start(t, w)
+	if err := stop(); err != nil {
+		t.Fatalf("Run returned %v, want nil", err)
+	}
+	if _, err := submit(t, w, pushRequest()); !errors.Is(err, ErrStopped) {
+		t.Errorf("Submit after stop returned %v, want ErrStopped", err)
+	}
+}
+
+// TestRequestLogSubmitDuringStopNeverHangs submits from several goroutines
+// while the writer stops: each Submit returns, answered or ErrStopped.
+func TestRequestLogSubmitDuringStopNeverHangs(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	w, _ := newRequestLogAt(pathPointer(path))
+	stop := start(t, w)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		answered atomic.Int64
+		errs     = make(chan error, 64)
+	)
+	firstDone := make(chan struct{})
+	var once sync.Once
+	for i := range 8 {
+		wg.Go(func() {
+			r := pushRequest()
+			r.Subcommand = []string{"push", string(rune('a' + i))}
+			for {
+				_, err := w.Submit(ctx, r)
+				once.Do(func() { close(firstDone) })
+				switch {
+				case err == nil:
+					answered.Add(1)
+				case errors.Is(err, ErrStopped):
+					return
+				default:
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	<-firstDone
+	if err := stop(); err != nil {
+		t.Errorf("Run returned %v, want nil", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Submit returned %v, want nil or ErrStopped", err)
+	}
+	// Every answered Submit is in the log.
+	pending := 0
+	for _, r := range readLog(t, path) {
+		if r.Status == requests.StatusPending {
+			pending++
+		}
+	}
+	if pending == 0 || int64(pending) > answered.Load() {
+		t.Errorf("log holds %d pending requests, want between 1 and the %d answered", pending, answered.Load())
+	}
+}
+
+func TestRequestLogSubmitHonoursItsContext(t *testing.T) {
+	t.Parallel()
+	// No Run: nobody takes the request, so only ctx can end the wait.
+	w, _ := newRequestLogAt(pathPointer(filepath.Join(t.TempDir(), "requests.jsonl")))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := w.Submit(ctx, pushRequest()); !errors.Is(err, context.Canceled) {
+		t.Errorf("Submit with a cancelled context returned %v, want context.Canceled", err)
+	}
+}
+
+func TestRequestLogWarnsAboutABadLineOnce(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	writeFile(t, path, "this is not JSON\n")
+	w, sink := newRequestLogAt(pathPointer(path))
+	start(t, w)
+	for i, sub := range []string{"push", "fetch", "pull"} {
+		r := pushRequest()
+		r.Subcommand = []string{sub}
+		s, err := submit(t, w, r)
+		if err != nil {
+			t.Fatalf("Submit %d: %v", i+1, err)
+		}
+		if len(s.Warnings) != 1 || s.Warnings[0].Line != 1 {
+			t.Errorf("Submit %d warnings = %+v, want one for line 1", i+1, s.Warnings)
+		}
+	}
+	warns := sink.lines("request log: skipped a line")
+	if len(warns) != 1 {
+		t.Fatalf("warning lines = %q, want 1", warns)
+	}
+	for _, want := range []string{"level=WARN", "component=requestlog", "line=1", "file=" + path} {
+		if !containsAll(warns[0], []string{want}) {
+			t.Errorf("warning %q lacks %q", warns[0], want)
+		}
+	}
+}
+
+func TestRequestLogAsksForThePathOnEveryRequest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, second := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	path := pathPointer(first)
+	w, _ := newRequestLogAt(path)
+	start(t, w)
+	if _, err := submit(t, w, pushRequest()); err != nil {
+		t.Fatal(err)
+	}
+	path.Store(&second) // a reload changed mcp.request_log
+	s, err := submit(t, w, pushRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Existing {
+		t.Error("a request to the new file was a duplicate of one in the old file")
+	}
+	if a, b := len(readLog(t, first)), len(readLog(t, second)); a != 1 || b != 1 {
+		t.Errorf("records in the old and new files = %d and %d, want 1 and 1", a, b)
+	}
+}

@@ -1,0 +1,273 @@
+package toolset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// requestJSON builds a request tool input from a valid one, with fields
+// changed or (for a nil value) removed.
+func requestJSON(changes map[string]any) string {
+	in := map[string]any{
+		"tool":       "git",
+		"subcommand": []string{"push"},
+		"flags":      []string{"--force-with-lease"},
+		"rationale":  "I rebased the branch",
+		"enables":    "push the rebased branch",
+	}
+	for k, v := range changes {
+		if v == nil {
+			delete(in, k)
+		} else {
+			in[k] = v
+		}
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
+
+func TestParseRequest(t *testing.T) {
+	t.Parallel()
+	manyFlags := make([]string, 65)
+	for i := range manyFlags {
+		manyFlags[i] = "--f" + strconv.Itoa(i)
+	}
+	cases := []struct {
+		name string
+		in   string
+		want requests.Request
+		err  string // a substring of the error; "" for success
+	}{
+		{"a complete request is accepted", requestJSON(nil),
+			requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force-with-lease"},
+				Rationale: "I rebased the branch", Enables: "push the rebased branch"}, ""},
+		{"flags and enables are optional", requestJSON(map[string]any{"flags": nil, "enables": nil}),
+			requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{}, Rationale: "I rebased the branch"}, ""},
+		{"an empty subcommand asks for the bare tool", requestJSON(map[string]any{"subcommand": []string{}}),
+			requests.Request{Tool: "git", Subcommand: []string{}, Flags: []string{"--force-with-lease"},
+				Rationale: "I rebased the branch", Enables: "push the rebased branch"}, ""},
+		{"duplicate flags are dropped, first order kept",
+			requestJSON(map[string]any{"flags": []string{"-f", "--all", "-f", "--all", "--tags"}}),
+			requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"-f", "--all", "--tags"},
+				Rationale: "I rebased the branch", Enables: "push the rebased branch"}, ""},
+		{"short, digit and dotted long flags are accepted",
+			requestJSON(map[string]any{"flags": []string{"-1", "--x.y_z-w", "--9"}}),
+			requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"-1", "--x.y_z-w", "--9"},
+				Rationale: "I rebased the branch", Enables: "push the rebased branch"}, ""},
+		{"a rationale of exactly 4 KiB is accepted", requestJSON(map[string]any{"rationale": strings.Repeat("r", 4096)}),
+			requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force-with-lease"},
+				Rationale: strings.Repeat("r", 4096), Enables: "push the rebased branch"}, ""},
+
+		{"a missing tool is refused", requestJSON(map[string]any{"tool": nil}), requests.Request{}, "tool is required"},
+		{"an empty tool is refused", requestJSON(map[string]any{"tool": ""}), requests.Request{}, "tool is required"},
+		{"a missing subcommand is refused", requestJSON(map[string]any{"subcommand": nil}), requests.Request{}, "subcommand is required"},
+		{"a null subcommand is refused", `{"tool":"git","subcommand":null,"rationale":"r"}`, requests.Request{}, "subcommand is required"},
+		{"a missing rationale is refused", requestJSON(map[string]any{"rationale": nil}), requests.Request{}, "rationale is required"},
+		{"an empty rationale is refused", requestJSON(map[string]any{"rationale": ""}), requests.Request{}, "rationale is required"},
+		{"a blank rationale is refused", requestJSON(map[string]any{"rationale": " \t\n "}), requests.Request{}, "rationale is required"},
+		{"a tool with a space is refused", requestJSON(map[string]any{"tool": "git push"}), requests.Request{}, `tool "git push"`},
+		{"a tool that is a path is refused", requestJSON(map[string]any{"tool": "../bin/sh"}), requests.Request{}, `tool "../bin/sh"`},
+		{"a tool starting with a dash is refused", requestJSON(map[string]any{"tool": "-git"}), requests.Request{}, `tool "-git"`},
+		{"a tool over 64 characters is refused", requestJSON(map[string]any{"tool": strings.Repeat("g", 65)}), requests.Request{}, "at most 64"},
+		{"the tool wraptool is refused", requestJSON(map[string]any{"tool": "wraptool"}), requests.Request{}, "wraptool's own"},
+		{"a tool starting with wraptool in any case is refused", requestJSON(map[string]any{"tool": "WrapTool_x"}), requests.Request{}, "wraptool's own"},
+		{"a subcommand token with shell syntax is refused", requestJSON(map[string]any{"subcommand": []string{"push;rm"}}), requests.Request{}, `token "push;rm"`},
+		{"a subcommand token that is a flag is refused", requestJSON(map[string]any{"subcommand": []string{"-rf"}}), requests.Request{}, `token "-rf"`},
+		{"an empty subcommand token is refused", requestJSON(map[string]any{"subcommand": []string{""}}), requests.Request{}, `token ""`},
+		{"a subcommand of 17 tokens is refused", requestJSON(map[string]any{"subcommand": strings.Fields(strings.Repeat("a ", 17))}), requests.Request{}, "at most 16"},
+		{"a subcommand that is not a list is refused", requestJSON(map[string]any{"subcommand": "push"}), requests.Request{}, "must be an object"},
+		{"a flag without dashes is refused", requestJSON(map[string]any{"flags": []string{"force"}}), requests.Request{}, `flag "force"`},
+		{"a flag with a space is refused", requestJSON(map[string]any{"flags": []string{"--a b"}}), requests.Request{}, `flag "--a b"`},
+		{"bundled short flags are refused", requestJSON(map[string]any{"flags": []string{"-rf"}}), requests.Request{}, `flag "-rf"`},
+		{"a flag with a value is refused", requestJSON(map[string]any{"flags": []string{"--x=1"}}), requests.Request{}, `flag "--x=1"`},
+		{"a flag with three dashes is refused", requestJSON(map[string]any{"flags": []string{"---x"}}), requests.Request{}, `flag "---x"`},
+		{"a lone dash is refused", requestJSON(map[string]any{"flags": []string{"-"}}), requests.Request{}, `flag "-"`},
+		{"a lone double dash is refused", requestJSON(map[string]any{"flags": []string{"--"}}), requests.Request{}, `flag "--"`},
+		{"a flag over 128 characters is refused", requestJSON(map[string]any{"flags": []string{"--" + strings.Repeat("x", 127)}}), requests.Request{}, "must be -X or --name"},
+		{"65 flags are refused", requestJSON(map[string]any{"flags": manyFlags}), requests.Request{}, "at most 64"},
+		{"a rationale over 4 KiB is refused", requestJSON(map[string]any{"rationale": strings.Repeat("r", 4097)}), requests.Request{}, "rationale is 4097 bytes"},
+		{"an enables over 4 KiB is refused", requestJSON(map[string]any{"enables": strings.Repeat("e", 4097)}), requests.Request{}, "enables is 4097 bytes"},
+		{"a NUL in the rationale is refused", requestJSON(map[string]any{"rationale": "a\x00b"}), requests.Request{}, "NUL"},
+		{"a NUL in enables is refused", requestJSON(map[string]any{"enables": "a\x00b"}), requests.Request{}, "NUL"},
+		{"an unknown field is refused", requestJSON(map[string]any{"force": true}), requests.Request{}, `unknown field "force"`},
+		{"an array is refused", `[1]`, requests.Request{}, "must be an object"},
+		{"a string is refused", `"git push"`, requests.Request{}, "must be an object"},
+		{"empty input is refused", ``, requests.Request{}, "must be an object"},
+		{"every problem is reported at once", `{"tool":"wraptoolx","subcommand":["a b"],"flags":["force"],"rationale":""}`,
+			requests.Request{}, `tool "wraptoolx" is one of wraptool's own; subcommand token "a b"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseRequest(json.RawMessage(tc.in))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("err %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err %v, want none", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRequestDefinition(t *testing.T) {
+	t.Parallel()
+	def := RequestDefinition()
+	if def.Name != "wraptool_request_capability" || def.Description == "" {
+		t.Errorf("name %q, description %q", def.Name, def.Description)
+	}
+	in := wire(t, def.InputSchema)
+	if in["type"] != "object" {
+		t.Errorf("inputSchema type %v, want object", in["type"])
+	}
+	if got, want := jsonString(in["required"]), `["tool","subcommand","rationale"]`; got != want {
+		t.Errorf("required %s, want %s", got, want)
+	}
+	props, _ := in["properties"].(map[string]any)
+	want := map[string]string{"tool": "string", "subcommand": "array", "flags": "array", "rationale": "string", "enables": "string"}
+	if len(props) != len(want) {
+		t.Errorf("properties %v, want %v", props, want)
+	}
+	for name, typ := range want {
+		p, _ := props[name].(map[string]any)
+		if p["type"] != typ {
+			t.Errorf("property %s type %v, want %s", name, p["type"], typ)
+		}
+	}
+}
+
+// fakeSubmitter records its calls and answers with a fixed outcome.
+type fakeSubmitter struct {
+	mu    sync.Mutex
+	calls []requests.Request
+	out   requests.Submitted
+	err   error
+}
+
+func (f *fakeSubmitter) submit(_ context.Context, r requests.Request) (requests.Submitted, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, r)
+	return f.out, f.err
+}
+
+func TestRequestHandler(t *testing.T) {
+	t.Parallel()
+	const id = "req_0123abcd"
+	valid := requestJSON(nil)
+	parsed, err := ParseRequest(json.RawMessage(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name       string
+		in         string
+		out        requests.Submitted
+		err        error
+		submitted  bool
+		isError    bool
+		textPrefix string
+		textHas    string
+	}{
+		{"a new request is recorded as pending", valid, requests.Submitted{ID: id}, nil,
+			true, false, "Request " + id + " recorded (pending).", ""},
+		{"an identical pending request answers with its id", valid, requests.Submitted{ID: id, Existing: true}, nil,
+			true, false, "Request " + id + " recorded (pending).", "already pending"},
+		{"the pending limit is an error saying so", valid, requests.Submitted{},
+			fmt.Errorf("%w: 1000 requests await a decision", requests.ErrPendingLimit),
+			true, true, "The request was not recorded: ", "pending limit"},
+		{"another failure is an error with its cause", valid, requests.Submitted{}, errors.New("request log: disk full"),
+			true, true, "The request was not recorded: ", "disk full"},
+		{"bad input is an error and nothing is submitted", requestJSON(map[string]any{"flags": []string{"force"}}),
+			requests.Submitted{ID: id}, nil, false, true, "The request was not recorded: ", `flag "force"`},
+		{"arguments that are not an object are an error and nothing is submitted", `[1]`,
+			requests.Submitted{ID: id}, nil, false, true, "The request was not recorded: ", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake := &fakeSubmitter{out: tc.out, err: tc.err}
+			h := NewRequestHandler(fake.submit, discard)
+			res, err := h(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+				Name: policy.RequestTool, Arguments: json.RawMessage(tc.in),
+			}})
+			if err != nil {
+				t.Fatalf("handler error %v; failures must be tool errors", err)
+			}
+			got := text(t, res)
+			if res.IsError != tc.isError {
+				t.Errorf("isError %v, want %v (text %q)", res.IsError, tc.isError, got)
+			}
+			if !strings.HasPrefix(got, tc.textPrefix) || !strings.Contains(got, tc.textHas) {
+				t.Errorf("text %q, want it to start with %q and contain %q", got, tc.textPrefix, tc.textHas)
+			}
+			if tc.submitted {
+				if len(fake.calls) != 1 || !reflect.DeepEqual(fake.calls[0], parsed) {
+					t.Errorf("submitted %#v, want exactly %#v", fake.calls, parsed)
+				}
+			} else if len(fake.calls) != 0 {
+				t.Errorf("submitted %#v, want nothing", fake.calls)
+			}
+			if tc.isError {
+				if res.StructuredContent != nil {
+					t.Errorf("an error carries structuredContent %v", res.StructuredContent)
+				}
+				return
+			}
+			if got, want := jsonString(res.StructuredContent), `{"id":"`+id+`","status":"pending"}`; got != want {
+				t.Errorf("structuredContent %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestRequestToolThroughAnMCPSession(t *testing.T) {
+	t.Parallel()
+	fake := &fakeSubmitter{out: requests.Submitted{ID: "req_89abcdef"}}
+	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "0"}, nil)
+	server.AddTool(RequestDefinition(), NewRequestHandler(fake.submit, discard))
+	cs := connect(t, server)
+
+	res := call(t, cs, policy.RequestTool, map[string]any{
+		"tool": "git", "subcommand": []string{"push"}, "flags": []string{"--force", "--force"}, "rationale": "why",
+	})
+	if got := text(t, res); res.IsError || !strings.HasPrefix(got, "Request req_89abcdef recorded (pending).") {
+		t.Errorf("isError %v, text %q", res.IsError, got)
+	}
+	if got, want := jsonString(res.StructuredContent), `{"id":"req_89abcdef","status":"pending"}`; got != want {
+		t.Errorf("structuredContent %s, want %s", got, want)
+	}
+	want := []requests.Request{{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}, Rationale: "why"}}
+	if !reflect.DeepEqual(fake.calls, want) {
+		t.Errorf("submitted %#v, want %#v", fake.calls, want)
+	}
+
+	res = call(t, cs, policy.RequestTool, map[string]any{"tool": "git", "subcommand": []string{"push"}})
+	if got := text(t, res); !res.IsError || !strings.Contains(got, "rationale is required") {
+		t.Errorf("isError %v, text %q; want an error asking for a rationale", res.IsError, got)
+	}
+	if len(fake.calls) != 1 {
+		t.Errorf("bad input reached the submitter: %d calls", len(fake.calls))
+	}
+}
