@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // initializeBody is a JSON-RPC initialize request, the first message of an
@@ -235,23 +237,11 @@ func TestHubAppliesARotatedTokenAtOnce(t *testing.T) {
 	}
 }
 
-// bearer adds a token to every request.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
-
 // connect opens an MCP client session on the hub over transport kind
 // ("streamable" or "sse").
 func (h *hubHarness) connect(t *testing.T, kind string) *mcp.ClientSession {
 	t.Helper()
-	hc := &http.Client{Transport: bearer{*h.token.Load(), &http.Transport{ResponseHeaderTimeout: wait}}}
+	hc := &http.Client{Transport: toolsettest.Bearer{Token: *h.token.Load(), Base: &http.Transport{ResponseHeaderTimeout: wait}}}
 	var tr mcp.Transport
 	switch kind {
 	case "streamable":

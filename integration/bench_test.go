@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // TestLatencyReport measures, side by side in one run, the median latency of
@@ -37,7 +39,7 @@ func TestLatencyReport(t *testing.T) {
 	})
 	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   s.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{s.Token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: toolsettest.Bearer{Token: s.Token, Base: http.DefaultTransport}},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

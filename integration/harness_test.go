@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // startTimeout bounds how long a server may take to answer /healthz.
@@ -343,7 +345,7 @@ func (s *server) Connect(t *testing.T, endpoint string) *mcpClient {
 		base = s.HTTPClient().Transport
 	}
 	// No overall timeout: the SSE streams live as long as the session.
-	httpClient := &http.Client{Transport: bearer{s.Token, base}}
+	httpClient := &http.Client{Transport: toolsettest.Bearer{Token: s.Token, Base: base}}
 	var transport mcp.Transport
 	switch endpoint {
 	case "/mcp":
@@ -432,19 +434,6 @@ func expectNoListChanged(t *testing.T, clients ...*mcpClient) {
 			t.Errorf("%s: got %d tools/list_changed, want none", c.name, n)
 		}
 	}
-}
-
-// resultText is the text of a result's only content item.
-func resultText(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("result has %d content items, want 1: %+v", len(res.Content), res.Content)
-	}
-	text, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("result content is %T, want *mcp.TextContent", res.Content[0])
-	}
-	return text.Text
 }
 
 // structured decodes a result's structuredContent into v.

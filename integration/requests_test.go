@@ -18,6 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy/requests"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // requestTool is the built-in capability-request tool (CONTRACT §5).
@@ -46,7 +48,7 @@ func askFor(tool string, sub, flags []string, rationale, enables string) map[str
 func request(t *testing.T, c *mcpClient, args map[string]any) string {
 	t.Helper()
 	res := c.Call(t, requestTool, args)
-	text := resultText(t, res)
+	text := toolsettest.ResultText(t, res)
 	if res.IsError {
 		t.Fatalf("%s(%v) is an error: %s", requestTool, args, text)
 	}
@@ -181,7 +183,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 			before := readLog(t, s.RequestLog)
 			if step.wantErr != "" {
 				res := c.Call(t, requestTool, step.args)
-				if text := resultText(t, res); !res.IsError || !strings.Contains(text, step.wantErr) {
+				if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, step.wantErr) {
 					t.Errorf("result isError=%v %q, want a tool error mentioning %s", res.IsError, text, step.wantErr)
 				}
 			} else {
@@ -223,7 +225,7 @@ func TestRequestToolPendingLimit(t *testing.T) {
 		t.Helper()
 		before := readLog(t, path)
 		res := c.Call(t, requestTool, args)
-		if text := resultText(t, res); !res.IsError || !strings.Contains(text, "pending limit is reached") {
+		if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, "pending limit is reached") {
 			t.Errorf("request 1,001 = isError %v %q, want a tool error saying the pending limit is reached", res.IsError, text)
 		}
 		if !bytes.Equal(readLog(t, path), before) {

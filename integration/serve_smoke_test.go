@@ -7,19 +7,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
-
-// bearer adds the token to every request of an MCP client.
-type bearer struct {
-	token string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
 
 // TestServeSmoke is the shortest end-to-end path: list the tools and run one
 // over Streamable HTTP.
@@ -32,7 +22,7 @@ func TestServeSmoke(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "smoke", Version: "1"}, nil)
 	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   s.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{s.Token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: toolsettest.Bearer{Token: s.Token, Base: http.DefaultTransport}},
 	}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, s.Log())

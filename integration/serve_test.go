@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // The tool sections the serve tests switch between ($FAKECLI is the
@@ -128,7 +130,7 @@ func TestServeListAndCall(t *testing.T) {
 			}
 
 			res := c.Call(t, "fake_push", map[string]any{"set-upstream": true, "args": []string{"origin", "main"}})
-			text := resultText(t, res)
+			text := toolsettest.ResultText(t, res)
 			if res.IsError {
 				t.Fatalf("fake_push is an error: %s", text)
 			}
@@ -358,7 +360,7 @@ func TestServeDenialText(t *testing.T) {
 			if !res.IsError {
 				t.Errorf("isError = false, want true")
 			}
-			if got := resultText(t, res); got != tt.want {
+			if got := toolsettest.ResultText(t, res); got != tt.want {
 				t.Errorf("text:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
@@ -572,7 +574,7 @@ func TestServeReload(t *testing.T) {
 			}
 			if slices.Contains(tt.wantTools, "fake_pull") {
 				if res := clients[0].Call(t, "fake_pull", nil); res.IsError {
-					t.Errorf("fake_pull after the reload is an error: %s", resultText(t, res))
+					t.Errorf("fake_pull after the reload is an error: %s", toolsettest.ResultText(t, res))
 				}
 			}
 
@@ -646,7 +648,7 @@ func expectSleepResult(t *testing.T, s *server, done <-chan callResult) {
 		var out runOutput
 		structured(t, r.res, &out)
 		if r.res.IsError || out.ExitCode == nil || *out.ExitCode != 0 {
-			t.Errorf("the call in flight = isError %v, %+v, text %q; want exit_code 0", r.res.IsError, out, resultText(t, r.res))
+			t.Errorf("the call in flight = isError %v, %+v, text %q; want exit_code 0", r.res.IsError, out, toolsettest.ResultText(t, r.res))
 		}
 	case <-time.After(2 * eventTimeout):
 		t.Fatalf("the call in flight did not return within %v:\n%s", 2*eventTimeout, s.Log())

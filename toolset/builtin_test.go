@@ -15,6 +15,8 @@ import (
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/requests"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // requestJSON builds a request tool input from a valid one, with fields
@@ -215,7 +217,7 @@ func TestRequestHandler(t *testing.T) {
 			if err != nil {
 				t.Fatalf("handler error %v; failures must be tool errors", err)
 			}
-			got := text(t, res)
+			got := toolsettest.ResultText(t, res)
 			if res.IsError != tc.isError {
 				t.Errorf("isError %v, want %v (text %q)", res.IsError, tc.isError, got)
 			}
@@ -252,7 +254,7 @@ func TestRequestToolThroughAnMCPSession(t *testing.T) {
 	res := call(t, cs, policy.RequestTool, map[string]any{
 		"tool": "git", "subcommand": []string{"push"}, "flags": []string{"--force", "--force"}, "rationale": "why",
 	})
-	if got := text(t, res); res.IsError || !strings.HasPrefix(got, "Request req_89abcdef recorded (pending).") {
+	if got := toolsettest.ResultText(t, res); res.IsError || !strings.HasPrefix(got, "Request req_89abcdef recorded (pending).") {
 		t.Errorf("isError %v, text %q", res.IsError, got)
 	}
 	if got, want := jsonString(res.StructuredContent), `{"id":"req_89abcdef","status":"pending"}`; got != want {
@@ -264,7 +266,7 @@ func TestRequestToolThroughAnMCPSession(t *testing.T) {
 	}
 
 	res = call(t, cs, policy.RequestTool, map[string]any{"tool": "git", "subcommand": []string{"push"}})
-	if got := text(t, res); !res.IsError || !strings.Contains(got, "rationale is required") {
+	if got := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(got, "rationale is required") {
 		t.Errorf("isError %v, text %q; want an error asking for a rationale", res.IsError, got)
 	}
 	if len(fake.calls) != 1 {

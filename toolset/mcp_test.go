@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 var discard = slog.New(slog.DiscardHandler)
@@ -323,19 +325,6 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallT
 	return res
 }
 
-// text returns the result's only content item, which must be text.
-func text(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	if len(res.Content) != 1 {
-		t.Fatalf("%d content items, want exactly 1: %v", len(res.Content), res.Content)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("content is %T, want text", res.Content[0])
-	}
-	return tc.Text
-}
-
 // output decodes structuredContent as a run's Output, requiring exactly its
 // five fields.
 func output(t *testing.T, res *mcp.CallToolResult) Output {
@@ -373,7 +362,7 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 	t.Run("an allowed call returns stdout as the one text item", func(t *testing.T) {
 		t.Parallel()
 		res := call(t, cs, "fake_report", map[string]any{"m": "msg", "depth": 3, "force": true, "args": []string{"a b"}})
-		got := text(t, res)
+		got := toolsettest.ResultText(t, res)
 		if res.IsError {
 			t.Fatalf("isError for an allowed call: %s", got)
 		}
@@ -400,7 +389,7 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 	t.Run("a non-zero exit is an error carrying both streams", func(t *testing.T) {
 		t.Parallel()
 		res := call(t, cs, "fake_exit", map[string]any{"args": []string{"3"}})
-		if got, want := text(t, res), "to stdout\n--- stderr ---\nto stderr\n"; got != want {
+		if got, want := toolsettest.ResultText(t, res), "to stdout\n--- stderr ---\nto stderr\n"; got != want {
 			t.Errorf("text %q, want %q", got, want)
 		}
 		if !res.IsError {
@@ -438,7 +427,7 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := call(t, cs, "fake_report", tc.args)
-			if got := text(t, res); got != tc.want {
+			if got := toolsettest.ResultText(t, res); got != tc.want {
 				t.Errorf("text:\n%s\nwant:\n%s", got, tc.want)
 			}
 			if !res.IsError {
@@ -463,7 +452,7 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res := call(t, cs, "fake_report", tc.args)
-			got := text(t, res)
+			got := toolsettest.ResultText(t, res)
 			if !res.IsError || !strings.HasPrefix(got, "DENIED: the arguments must be a JSON object") {
 				t.Errorf("isError %v, text %q; want an error saying the arguments must be an object", res.IsError, got)
 			}
@@ -477,7 +466,7 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 		t.Parallel()
 		res := call(t, cs, "fake_report", json.RawMessage("null"))
 		if res.IsError {
-			t.Errorf("isError for null arguments: %s", text(t, res))
+			t.Errorf("isError for null arguments: %s", toolsettest.ResultText(t, res))
 		}
 	})
 }
@@ -502,7 +491,7 @@ func TestHandlerKeepsItsSnapshotThroughASwap(t *testing.T) {
 	cs := serve(t, stA, current, context.Background())
 
 	res := call(t, cs, "fake_report", map[string]any{"force": true})
-	got := text(t, res)
+	got := toolsettest.ResultText(t, res)
 	if res.IsError {
 		t.Fatalf("the call that started under the old State was refused: %s", got)
 	}
@@ -516,7 +505,7 @@ func TestHandlerKeepsItsSnapshotThroughASwap(t *testing.T) {
 
 	res = call(t, cs, "fake_report", map[string]any{"force": true})
 	want := "DENIED: 'fake report --force' is not permitted.\n\nPolicy: 'fake report' is not in the allowlist." + requestHint
-	if got := text(t, res); !res.IsError || got != want {
+	if got := toolsettest.ResultText(t, res); !res.IsError || got != want {
 		t.Errorf("the next call: isError %v, text:\n%s\nwant the new State's denial:\n%s", res.IsError, got, want)
 	}
 }
@@ -552,7 +541,7 @@ func TestHandlerStopKillsARunningCall(t *testing.T) {
 		if out.ExitCode != -1 || !res.IsError {
 			t.Errorf("exit_code %d, isError %v; want -1 and true", out.ExitCode, res.IsError)
 		}
-		if got := text(t, res); !strings.Contains(got, "--- wraptool: cancelled") {
+		if got := toolsettest.ResultText(t, res); !strings.Contains(got, "--- wraptool: cancelled") {
 			t.Errorf("text %q does not say the run was cancelled", got)
 		}
 	case err := <-errc:
@@ -598,7 +587,7 @@ func TestRunResult(t *testing.T) {
 			tc.res.Duration = 1500 * time.Millisecond
 			tc.res.Truncated = tc.isError
 			got := RunResult(tc.res)
-			if s := text(t, got); s != tc.text {
+			if s := toolsettest.ResultText(t, got); s != tc.text {
 				t.Errorf("text %q, want %q", s, tc.text)
 			}
 			if got.IsError != tc.isError {

@@ -52,19 +52,9 @@ type Record struct {
 	Applied   *bool      `json:"applied,omitempty"`
 }
 
-// requestLine and decisionLine are written exactly as CONTRACT §7 lists
-// them, every field present.
-type requestLine struct {
-	ID         string    `json:"id"`
-	CreatedAt  time.Time `json:"created_at"`
-	Tool       string    `json:"tool"`
-	Subcommand []string  `json:"subcommand"`
-	Flags      []string  `json:"flags"`
-	Rationale  string    `json:"rationale"`
-	Enables    string    `json:"enables"`
-	Status     string    `json:"status"`
-}
-
+// A request line is a pending Record, whose unset decision fields are left
+// out; decisionLine is written exactly as CONTRACT §7 lists it, every field
+// present.
 type decisionLine struct {
 	ID        string    `json:"id"`
 	Status    string    `json:"status"`
@@ -298,7 +288,7 @@ func Submit(path string, req Request, now time.Time) (Submitted, error) {
 			return err
 		}
 		out.ID = id
-		return appendLine(f, requestLine{
+		return appendLine(f, Record{
 			ID: id, CreatedAt: now.UTC().Truncate(time.Millisecond), Tool: req.Tool, Subcommand: nonNil(req.Subcommand),
 			Flags: nonNil(req.Flags), Rationale: req.Rationale, Enables: req.Enables, Status: StatusPending,
 		})

@@ -283,7 +283,7 @@ func writePending(t *testing.T, path string, n int) []string {
 	ids := make([]string, n)
 	for i := range n {
 		ids[i] = fmt.Sprintf("req_%08x", i)
-		line, err := json.Marshal(requestLine{
+		line, err := json.Marshal(Record{
 			ID: ids[i], CreatedAt: t0.UTC(), Tool: "tool" + strconv.Itoa(i), Subcommand: []string{},
 			Flags: []string{}, Rationale: "why", Status: StatusPending,
 		})
@@ -744,7 +744,7 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 	}
 	ids := map[string]bool{}
 	for i, l := range ls[1:] {
-		var rl requestLine
+		var rl Record
 		dec := json.NewDecoder(strings.NewReader(l))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rl); err != nil || dec.More() {

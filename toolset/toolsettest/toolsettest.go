@@ -1,14 +1,19 @@
-// Package toolsettest builds the test fixtures shared by toolset's tests and
-// the integration tests, so every package runs the same fake CLI.
+// Package toolsettest holds what toolset's, the actors' and the integration
+// tests share: the fake CLI fixture, built once per test binary, and small
+// MCP client helpers.
 package toolsettest
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // BuildFakeCLI compiles toolset/testdata/fakecli into dir and returns the
@@ -28,4 +33,32 @@ func BuildFakeCLI(dir string) (string, error) {
 		return "", fmt.Errorf("build fakecli: %v\n%s", err, b)
 	}
 	return out, nil
+}
+
+// Bearer is an http.RoundTripper that adds "Authorization: Bearer Token" to
+// every request, for MCP clients in tests.
+type Bearer struct {
+	Token string
+	Base  http.RoundTripper
+}
+
+// RoundTrip sends r with the token on a copy of its headers.
+func (b Bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.Token)
+	return b.Base.RoundTrip(r)
+}
+
+// ResultText is the text of a tool result's only content item; anything
+// else fails the test.
+func ResultText(t testing.TB, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("result has %d content items, want 1: %+v", len(res.Content), res.Content)
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("result content is %T, want *mcp.TextContent", res.Content[0])
+	}
+	return text.Text
 }
