@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -28,10 +27,6 @@ const (
 	ShutdownGrace     = 10 * time.Second
 )
 
-// ErrSocketInUse is returned when a live server already listens on the
-// unix socket path.
-var ErrSocketInUse = errors.New("another process is listening on the socket")
-
 // Hub owns the MCP listener: legacy SSE at /sse and Streamable HTTP at /mcp
 // on one listener (TCP or a unix socket), behind the DNS-rebinding check and
 // bearer auth, plus an unauthenticated /healthz. On stop it lets in-flight
@@ -46,7 +41,8 @@ type Hub struct {
 	log        *slog.Logger
 
 	ln         net.Listener
-	socketPath string // the unix socket to remove on stop
+	socketPath string        // the unix socket to remove on stop
+	done       chan struct{} // closed when Run has returned
 
 	// calls counts MCP requests being handled, so shutdown can wait for
 	// them before closing sessions (the SDK drops the response of a call
@@ -85,7 +81,8 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 		o.AbortCalls = func() {}
 	}
 	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, token: o.Token,
-		abortCalls: o.AbortCalls, grace: o.Grace, log: log.With("component", "hub"), idle: make(chan struct{})}
+		abortCalls: o.AbortCalls, grace: o.Grace, log: log.With("component", "hub"), idle: make(chan struct{}),
+		done: make(chan struct{})}
 	close(h.idle)
 	server.AddReceivingMiddleware(h.track)
 	return h
@@ -151,17 +148,37 @@ func (h *Hub) Addr() net.Addr {
 	return h.ln.Addr()
 }
 
-// URL is the base URL clients use ("http://127.0.0.1:8717"); empty for a
-// unix socket.
+// URL is the base URL a local client uses ("http://127.0.0.1:8717"); a
+// listener on every interface is reached through 127.0.0.1. Empty for a unix
+// socket.
 func (h *Hub) URL() string {
 	if h.transport == "unix" {
 		return ""
 	}
-	return "http://" + h.ln.Addr().String()
+	addr := h.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+}
+
+// Done is closed once Run has returned: the listener is closed and every
+// session has ended.
+func (h *Hub) Done() <-chan struct{} { return h.done }
+
+// Close releases the listener of a hub whose Run never started (start-up
+// failed after Listen).
+func (h *Hub) Close() {
+	if h.ln != nil {
+		h.ln.Close()
+	}
+	h.removeSocket()
 }
 
 // Run serves until ctx is done, then shuts down gracefully.
 func (h *Hub) Run(ctx context.Context) error {
+	defer close(h.done)
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(h.ln) }()
@@ -183,6 +200,10 @@ func (h *Hub) Run(ctx context.Context) error {
 // drops the response, so the writes get this moment to happen.
 const responseSettle = 100 * time.Millisecond
 
+// closeBound bounds each remaining step of shutdown once the grace period
+// is over (killed calls returning, sessions closing).
+const closeBound = 5 * time.Second
+
 // shutdown stops accepting connections, lets the requests being handled
 // finish within the grace period (killing tool runs that outlast it), then
 // closes every session and connection.
@@ -199,11 +220,10 @@ func (h *Hub) shutdown(srv *http.Server) {
 		h.abortCalls()
 		select {
 		case <-h.idleCh():
-		case <-time.After(5 * time.Second):
+		case <-time.After(closeBound):
 		}
 	}
-	settle := time.NewTimer(responseSettle)
-	<-settle.C
+	time.Sleep(responseSettle) // see responseSettle: the SDK gives no event
 
 	// Closing the sessions ends their streams, so the HTTP server goes idle.
 	var wg sync.WaitGroup
@@ -214,7 +234,7 @@ func (h *Hub) shutdown(srv *http.Server) {
 	go func() { wg.Wait(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(5 * time.Second):
+	case <-time.After(closeBound):
 		h.log.Warn("sessions did not close in time; dropping connections")
 	}
 	if err := <-shut; err != nil {
@@ -265,8 +285,7 @@ func (h *Hub) guard(next http.Handler) http.Handler {
 			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r) // the SDK's handlers enforce MaxBodyBytes
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -430,4 +431,20 @@ func TestHubUnixSocketAlreadyThere(t *testing.T) {
 			t.Errorf("the file after Listen: %q, %v; want it untouched", data, err)
 		}
 	})
+}
+
+// A listener on every interface is reached locally through 127.0.0.1, so
+// `up` prints a URL that works.
+func TestHubURLOfAWildcardListener(t *testing.T) {
+	t.Parallel()
+	log, _ := newTestLogger()
+	h := NewHub(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), HubOptions{Transport: "sse", Listen: "0.0.0.0:0"}, log)
+	if err := h.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	port := h.Addr().(*net.TCPAddr).Port
+	if got, want := h.URL(), fmt.Sprintf("http://127.0.0.1:%d", port); got != want {
+		t.Errorf("URL() = %q, want %q", got, want)
+	}
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/wraptool/wraptool/messages"
@@ -15,16 +16,20 @@ type Loader struct {
 	out  chan<- messages.ConfigLoaded
 	path string
 	opts *config.Options
-	log  *slog.Logger
+	// needToken is set when the running listener is reachable from other
+	// hosts: a reload may then not remove the MCP token, because the
+	// listener itself only changes with a restart.
+	needToken string
+	log       *slog.Logger
 
-	running  string // hash of what the holder runs
-	rejected string // hash of the last bytes rejected
+	running string // hash of what the holder runs
 }
 
 // NewLoader loads path on each request; running is the hash of the config
-// already in service.
-func NewLoader(path string, opts *config.Options, running string, in <-chan messages.ReloadRequest, out chan<- messages.ConfigLoaded, log *slog.Logger) *Loader {
-	return &Loader{in: in, out: out, path: path, opts: opts, running: running, log: log.With("component", "loader")}
+// already in service. needToken, when not empty, names the running listener
+// that is not loopback-only: a config without an MCP token is then refused.
+func NewLoader(path string, opts *config.Options, running, needToken string, in <-chan messages.ReloadRequest, out chan<- messages.ConfigLoaded, log *slog.Logger) *Loader {
+	return &Loader{in: in, out: out, path: path, opts: opts, running: running, needToken: needToken, log: log.With("component", "loader")}
 }
 
 // Run handles reload requests until ctx is done.
@@ -50,34 +55,20 @@ func (l *Loader) Run(ctx context.Context) error {
 
 // load builds the new configuration. A watch-triggered reload of files that
 // hash the same as the running ones (our own atomic writes, an editor
-// touching the file) is skipped silently, and so is one of bytes already
-// rejected; SIGHUP always reloads and always logs.
+// touching the file) is skipped silently; SIGHUP always reloads and logs.
 func (l *Loader) load(req messages.ReloadRequest) (messages.ConfigLoaded, bool) {
-	data, c, err := readConfig(l.path, l.opts)
+	m, err := LoadConfig(l.path, l.opts)
+	if err == nil && l.needToken != "" && m.MCPToken == "" {
+		err = fmt.Errorf("%s: mcp.auth_token_file: the running listener %s is reachable from other hosts, "+
+			"so a reload cannot remove its token (listener changes need a restart)", l.path, l.needToken)
+	}
 	if err != nil {
-		l.reject(req, data, err)
+		l.log.Error("config rejected", "cause", req.Cause, "error", err.Error())
 		return messages.ConfigLoaded{}, false
 	}
-	m, err := compile(c, data)
-	if err != nil {
-		l.reject(req, data, err)
-		return messages.ConfigLoaded{}, false
-	}
-	l.rejected = ""
 	if !req.Forced && m.Hash == l.running {
 		return messages.ConfigLoaded{}, false
 	}
 	m.Cause = req.Cause
 	return m, true
-}
-
-// reject logs a failed load, unless it is the very failure (same bytes,
-// same error) already reported and the reload was not forced.
-func (l *Loader) reject(req messages.ReloadRequest, data []byte, err error) {
-	key := hashBytes(append(append([]byte(nil), data...), err.Error()...))
-	if !req.Forced && key == l.rejected {
-		return
-	}
-	l.rejected = key
-	l.log.Error("config rejected", "cause", req.Cause, "error", err.Error())
 }

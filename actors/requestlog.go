@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -10,36 +9,43 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// ErrStopped is returned to a request submitted while the server stops.
-var ErrStopped = errors.New("the server is shutting down")
-
 // RequestLog is the server's only writer of the capability-request log. It
 // serialises the server's appends (the file lock orders them against other
 // processes) and answers each with the recorded id.
 type RequestLog struct {
-	in   chan messages.AppendRequest
-	path func() string
-	now  func() time.Time
-	log  *slog.Logger
-	done chan struct{}
+	in        chan messages.AppendRequest
+	path      func() string
+	now       func() time.Time
+	stayUntil <-chan struct{}
+	log       *slog.Logger
+	done      chan struct{}
 
 	warned map[string]bool // skipped lines already reported
 }
 
-// NewRequestLog appends to the file path returns (the current snapshot's
-// mcp.request_log); now stamps the records.
-func NewRequestLog(path func() string, now func() time.Time, log *slog.Logger) *RequestLog {
-	return &RequestLog{in: make(chan messages.AppendRequest), path: path, now: now,
+// NewRequestLog serves the requests sent on in (Submit sends them) and
+// appends them to the file path returns (the current snapshot's
+// mcp.request_log); now stamps the records. stayUntil, when not nil, keeps
+// the writer serving after its context is done until it is closed: serve
+// passes the hub's Done, so a request made during the shutdown grace
+// period is still recorded.
+func NewRequestLog(in chan messages.AppendRequest, path func() string, now func() time.Time,
+	stayUntil <-chan struct{}, log *slog.Logger) *RequestLog {
+	return &RequestLog{in: in, path: path, now: now, stayUntil: stayUntil,
 		log: log.With("component", "requestlog"), done: make(chan struct{}), warned: map[string]bool{}}
 }
 
-// Run appends requests until ctx is done.
+// Run appends requests until ctx is done (and stayUntil is closed).
 func (w *RequestLog) Run(ctx context.Context) error {
 	defer close(w.done)
+	stop := ctx.Done()
 	for {
 		select {
-		case <-ctx.Done():
-			return nil
+		case <-stop:
+			if w.stayUntil == nil {
+				return nil
+			}
+			stop, w.stayUntil = w.stayUntil, nil
 		case m := <-w.in:
 			path := w.path()
 			s, err := requests.Submit(path, m.Request, w.now())
@@ -49,6 +55,7 @@ func (w *RequestLog) Run(ctx context.Context) error {
 					w.log.Warn("request log: skipped a line", "file", path, "line", warn.Line, "problem", warn.Err)
 				}
 			}
+			// Reply is buffered (size 1) by contract: this never blocks.
 			m.Reply <- messages.AppendResult{Submitted: s, Err: err}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -28,7 +29,7 @@ func pushRequest() requests.Request {
 // (read on every request) and the sink its log goes to.
 func newRequestLogAt(path *atomic.Pointer[string]) (*RequestLog, *logSink) {
 	log, sink := newTestLogger()
-	return NewRequestLog(func() string { return *path.Load() }, func() time.Time { return requestTime }, log), sink
+	return NewRequestLog(make(chan messages.AppendRequest), func() string { return *path.Load() }, func() time.Time { return requestTime }, nil, log), sink
 }
 
 func pathPointer(p string) *atomic.Pointer[string] {

@@ -29,6 +29,10 @@ func NewSignals(out chan<- messages.ReloadRequest, log *slog.Logger) *Signals {
 	return &Signals{sigs: ch, stop: func() { signal.Stop(ch) }, out: out, log: log}
 }
 
+// Stop uninstalls the handling; Run does it on return, and serve defers it
+// for start-up failures before Run. Calling it twice is harmless.
+func (s *Signals) Stop() { s.stop() }
+
 // Run forwards SIGHUP as a ReloadRequest and returns a run.SignalError on
 // SIGINT or SIGTERM, which stops the group.
 func (s *Signals) Run(ctx context.Context) error {

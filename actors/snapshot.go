@@ -58,16 +58,16 @@ func (s *Snapshot) WatchPaths() []string {
 // the token files it names. It is the whole of a reload that can fail; the
 // result is ready to swap in.
 func LoadConfig(path string, opts *config.Options) (messages.ConfigLoaded, error) {
-	data, c, err := readConfig(path, opts)
+	data, c, err := ReadConfig(path, opts)
 	if err != nil {
 		return messages.ConfigLoaded{}, err
 	}
-	return compile(c, data)
+	return Compile(c, data)
 }
 
-// readConfig reads and parses the config; data is returned whenever the
-// file could be read, so a rejection can be recognised next time.
-func readConfig(path string, opts *config.Options) ([]byte, *config.Config, error) {
+// ReadConfig reads and parses the config, returning the bytes it parsed
+// (their hash identifies the load).
+func ReadConfig(path string, opts *config.Options) ([]byte, *config.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
@@ -80,8 +80,9 @@ func readConfig(path string, opts *config.Options) ([]byte, *config.Config, erro
 	return data, c, err
 }
 
-// compile finishes a parsed config: tokens, policy, hash.
-func compile(c *config.Config, data []byte) (messages.ConfigLoaded, error) {
+// Compile finishes a config parsed from data: it reads the token files,
+// compiles the policy and hashes the bytes and tokens.
+func Compile(c *config.Config, data []byte) (messages.ConfigLoaded, error) {
 	h := sha256.New()
 	h.Write(data)
 	var mcpToken string
@@ -100,13 +101,6 @@ func compile(c *config.Config, data []byte) (messages.ConfigLoaded, error) {
 		return messages.ConfigLoaded{}, fmt.Errorf("%s: %w", c.File, err)
 	}
 	return messages.ConfigLoaded{Config: c, Policy: p, MCPToken: mcpToken, Hash: hex.EncodeToString(h.Sum(nil))}, nil
-}
-
-// hashBytes identifies a config that failed to load, so the same broken
-// bytes are reported once.
-func hashBytes(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }
 
 // absPath makes path absolute for comparisons with watcher events.

@@ -2,9 +2,11 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -21,9 +23,10 @@ type Watcher struct {
 	log   *slog.Logger
 }
 
-// NewWatcher watches the files paths returns (the current snapshot's);
-// it is asked again after each event, so a reload that names a new token
-// file widens the watch.
+// NewWatcher watches the files paths returns (the current snapshot's).
+// It asks again on every event and once more a while after each event it
+// forwards, when the reload that event caused has been swapped in, so a
+// reload that names a new token file, even in a new folder, widens the watch.
 func NewWatcher(paths func() []string, out chan<- messages.FileChanged, log *slog.Logger) *Watcher {
 	return &Watcher{paths: paths, out: out, log: log.With("component", "watcher")}
 }
@@ -57,19 +60,27 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 	}
 	sync()
+	// resync fires once after a forwarded event, by when the reload it
+	// triggers has normally been swapped in.
+	resync := time.NewTimer(resyncDelay)
+	resync.Stop()
+	defer resync.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-resync.C:
+			sync()
 		case err, ok := <-fw.Errors:
 			if !ok {
-				return nil
+				return errors.New("file watcher closed its error channel")
 			}
 			w.log.Warn("file watch error", "error", err)
 		case ev, ok := <-fw.Events:
 			if !ok {
-				return nil
+				return errors.New("file watcher closed its event channel")
 			}
+			sync() // a reload since the last event may name new files
 			if !slices.Contains(files, filepath.Clean(ev.Name)) {
 				continue
 			}
@@ -78,7 +89,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return nil
 			}
-			sync()
+			resync.Reset(resyncDelay)
 		}
 	}
 }
+
+// resyncDelay is comfortably longer than the debounce plus a reload.
+const resyncDelay = 5 * DebounceDelay

@@ -58,7 +58,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 	d := Decision{tool: c.Tool}
 	t := p.tools[c.Tool]
 	if t == nil {
-		return d.refused(c, nil, KindUnknownTool, "tool "+quoteToken(c.Tool)+" is not configured")
+		return d.refused(c, nil, KindUnknownTool, "tool "+Quote(c.Tool)+" is not configured")
 	}
 	args, argsOK := positional(c.Params[ArgsProperty])
 	if deny, ok := t.denyRule(c.Subcommand, args); ok {
@@ -70,7 +70,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 	}
 	r := t.rule(c.Subcommand)
 	if r == nil {
-		return d.refused(c, nil, KindNoRule, quoteToken(strings.Join(append([]string{t.name}, c.Subcommand...), " "))+" is not in the allowlist")
+		return d.refused(c, nil, KindNoRule, Quote(strings.Join(append([]string{t.name}, c.Subcommand...), " "))+" is not in the allowlist")
 	}
 	d.Rule = r
 
@@ -139,7 +139,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 	for i, a := range args {
 		switch {
 		case strings.HasPrefix(a, "-"):
-			return d.refused(c, r, KindArg, "positional argument "+quoteToken(a)+" looks like a flag; pass flags as named parameters")
+			return d.refused(c, r, KindArg, "positional argument "+Quote(a)+" looks like a flag; pass flags as named parameters")
 		case strings.IndexByte(a, 0) >= 0:
 			return d.refused(c, r, KindArg, "positional argument "+strconv.Itoa(i+1)+" contains a NUL byte")
 		}
@@ -345,13 +345,13 @@ func (b badParam) less(o badParam) bool {
 
 func (b badParam) reason(r *Rule) string {
 	if b.kind == KindFlagDenied {
-		return "flag " + quoteToken(b.flag) + " is denied for '" + r.command + "'"
+		return "flag " + Quote(b.flag) + " is denied for '" + r.command + "'"
 	}
 	if i, ok := r.byProp[PropertyName(b.flag)]; ok && r.flags[i].Flag == b.flag {
 		// An allowed flag spelled with its dashes: say how to pass it.
-		return "flag " + quoteToken(b.flag) + " must be passed as the parameter '" + r.flags[i].Property + "'"
+		return "flag " + Quote(b.flag) + " must be passed as the parameter '" + r.flags[i].Property + "'"
 	}
-	return "flag " + quoteToken(b.flag) + " is not in the allowlist for '" + r.command + "'"
+	return "flag " + Quote(b.flag) + " is not in the allowlist for '" + r.command + "'"
 }
 
 // flagFor names the flag a parameter stands for: "force" is --force, "m" is

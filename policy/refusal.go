@@ -185,8 +185,10 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// quoteToken quotes a token for a Policy: line ('-rf').
-func quoteToken(s string) string {
+// Quote quotes a client-supplied token for a Policy: line ('-rf'). One
+// holding control characters is shown Go-escaped instead, so no input can
+// add lines to a denial.
+func Quote(s string) string {
 	if strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 		return strconv.Quote(s)
 	}

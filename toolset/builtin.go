@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,13 +133,31 @@ func ParseRequest(raw json.RawMessage) (requests.Request, error) {
 	return requests.Request{Tool: *in.Tool, Subcommand: sub, Flags: flags, Rationale: *in.Rationale, Enables: in.Enables}, nil
 }
 
+// textBounds checks free text the operator will read in a terminal or a
+// browser: bounded, UTF-8, and free of control characters other than
+// newline and tab, which could hide or fake what is shown (escape
+// sequences, carriage returns, bidirectional overrides).
 func textBounds(field, s string, limit int, bad func(string, ...any)) {
 	switch {
 	case len(s) > limit:
 		bad("%s is %d bytes; at most %d", field, len(s), limit)
-	case !utf8.ValidString(s) || strings.ContainsRune(s, 0):
-		bad("%s must be UTF-8 text without NUL bytes", field)
+	case !utf8.ValidString(s):
+		bad("%s must be UTF-8 text", field)
+	case strings.ContainsFunc(s, isHiddenControl):
+		bad("%s must not contain control characters (newlines and tabs are fine)", field)
 	}
+}
+
+func isHiddenControl(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case unicode.IsControl(r):
+		return true
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+		return true // bidirectional formatting
+	}
+	return false
 }
 
 // Submitter records a request, or finds the identical pending one.
@@ -165,7 +184,9 @@ func NewRequestHandler(submit Submitter, log *slog.Logger) mcp.ToolHandler {
 					fmt.Sprint(requests.MaxPending) + " requests await the operator's decision). " +
 					"A slot frees when the operator decides one."), nil
 			}
-			return errorResult("The request was not recorded: " + err.Error() + "."), nil
+			// The detail (paths, I/O errors) is for the operator's log.
+			return errorResult("The request was not recorded: wraptool could not write its request log; " +
+				"the operator can see why in the server log."), nil
 		}
 		text := "Request " + s.ID + " recorded (pending). The operator will review it; if it is approved, " +
 			"this server's tool list changes and you are notified."

@@ -35,7 +35,7 @@ func Execute(ctx context.Context, d policy.Decision, rt Runtime) (Result, policy
 		reason := err.Error()
 		var ce *CwdError
 		if !errors.As(err, &ce) {
-			reason = "cwd '" + d.Cwd + "' cannot be used: " + reason
+			reason = "cwd " + policy.Quote(d.Cwd) + " cannot be used: " + reason
 		}
 		return Result{ExitCode: -1}, d.Refuse(policy.KindCwd, reason)
 	}

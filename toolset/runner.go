@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -80,8 +81,10 @@ func Run(ctx context.Context, c Command) Result {
 	cmd.Stdin = nil // reads from /dev/null
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var killed atomic.Bool // the timeout or ctx really stopped the child
 	cmd.Cancel = func() error {
 		// The child leads its own group; kill every member.
+		killed.Store(true)
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = waitDelay
@@ -96,6 +99,10 @@ func Run(ctx context.Context, c Command) Result {
 		return Result{ExitCode: -1, Duration: time.Since(start), Err: err}
 	}
 	err := cmd.Wait()
+	// Whatever the child left running in its group (a backgrounded helper
+	// holding the operator's credentials) ends with the call. The group id
+	// cannot have been reused: Linux keeps it while any member lives.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	r := Result{
 		ExitCode: -1,
 		Duration: time.Since(start),
@@ -107,10 +114,10 @@ func Run(ctx context.Context, c Command) Result {
 		r.ExitCode = cmd.ProcessState.ExitCode()
 	}
 	switch {
-	case c.Timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+	case killed.Load() && ctx.Err() == nil:
 		r.ExitCode, r.TimedOut = -1, true
 		r.Err = fmt.Errorf("timed out after %s", c.Timeout)
-	case ctx.Err() != nil:
+	case killed.Load():
 		r.ExitCode = -1
 		r.Err = fmt.Errorf("cancelled: %w", ctx.Err())
 	case err != nil && !isExitError(err):

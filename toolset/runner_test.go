@@ -292,3 +292,18 @@ func waitDead(t *testing.T, pid int) {
 		time.Sleep(20 * time.Millisecond) // polling the process table: no event to wait on
 	}
 }
+
+// A child that backgrounds a helper and exits: the helper must not outlive
+// the call, holding the operator's credentials.
+func TestRunKillsWhatTheChildLeftBehind(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "left.pid")
+	// sh starts the fixture in the background (same process group), waits
+	// until it has written its pid, and exits 0 without waiting for it.
+	script := fakecli + " pidfile " + pidfile + " >/dev/null 2>&1 & while [ ! -s " + pidfile + " ]; do :; done"
+	res := Run(context.Background(), Command{Argv: []string{"/bin/sh", "-c", script}, Env: []string{}, Timeout: time.Minute})
+	if res.ExitCode != 0 || res.TimedOut {
+		t.Fatalf("exit %d, timed out %v, err %v; want a clean exit", res.ExitCode, res.TimedOut, res.Err)
+	}
+	waitDead(t, waitForPID(t, pidfile))
+}

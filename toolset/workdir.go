@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/wraptool/wraptool/policy"
 )
 
 // CwdError is a refused working directory. Reason is the text of the
@@ -43,12 +45,12 @@ func Workdir(requested, defaultDir string, roots []string) (string, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return "", &CwdError{Reason: "cwd '" + requested + "' is not a directory"}
+			return "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " is not a directory"}
 		}
-		return "", &CwdError{Reason: "cwd '" + requested + "' cannot be used: " + err.Error()}
+		return "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " cannot be used: " + err.Error()}
 	}
 	if info, err := os.Stat(real); err != nil || !info.IsDir() {
-		return "", &CwdError{Reason: "cwd '" + requested + "' is not a directory"}
+		return "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " is not a directory"}
 	}
 	if len(roots) == 0 {
 		return real, nil
@@ -62,7 +64,7 @@ func Workdir(requested, defaultDir string, roots []string) (string, error) {
 			return real, nil
 		}
 	}
-	return "", &CwdError{Reason: "cwd '" + requested + "' is outside the allowed roots"}
+	return "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " is outside the allowed roots"}
 }
 
 // within reports whether path is root or below it; both are clean and

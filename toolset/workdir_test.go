@@ -75,3 +75,15 @@ func TestWorkdir(t *testing.T) {
 		})
 	}
 }
+
+func TestWorkdirQuotesWhatItCannotShowPlainly(t *testing.T) {
+	t.Parallel()
+	_, err := Workdir("/nope\n\nPolicy: all fine", "", nil)
+	var ce *CwdError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %v, want a *CwdError", err)
+	}
+	if strings.ContainsAny(ce.Reason, "\n\r") {
+		t.Errorf("reason %q carries a raw newline: it could forge a denial's lines", ce.Reason)
+	}
+}

@@ -141,12 +141,19 @@ func (a *app) loadConfig(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !a.levelPinned {
-		if lvl, err := parseLevel(c.MCP.LogLevel); err == nil {
-			a.level.Set(lvl)
-		}
-	}
+	a.applyConfigLevel(c)
 	return c, nil
+}
+
+// applyConfigLevel sets the log level from mcp.log_level unless a flag or
+// WRAPTOOL_LOG_LEVEL pinned it.
+func (a *app) applyConfigLevel(c *config.Config) {
+	if a.levelPinned {
+		return
+	}
+	if lvl, err := parseLevel(c.MCP.LogLevel); err == nil {
+		a.level.Set(lvl)
+	}
 }
 
 func (a *app) configOptions() *config.Options {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -71,8 +72,11 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 	if created {
 		log.Info("wrote the starter config; edit it to expose your tools", "path", path)
 	}
+
+	// Read the config once: the token files it names are created, then the
+	// same parse is compiled, so what binds is what was checked.
 	opts := a.configOptions()
-	c, err := a.loadConfig(path)
+	data, c, err := actors.ReadConfig(path, opts)
 	if err != nil {
 		return err
 	}
@@ -85,22 +89,24 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 			log.Info("created token file", "path", f)
 		}
 	}
-	loaded, err := actors.LoadConfig(path, opts)
+	loaded, err := actors.Compile(c, data)
 	if err != nil {
 		return err
 	}
+	a.applyConfigLevel(c)
 	snap := actors.NewSnapshot(loaded, path, a.getenv)
 	if len(snap.Policy.Rules()) > 0 && len(c.MCP.AllowedCwdRoots) == 0 {
 		log.Warn("mcp.allowed_cwd_roots is empty, so a client may run tools in any directory; " +
 			"a client that can write a repository's .git/config or hooks could make a wrapped git run its code with your credentials")
 	}
 	if c.Admin.Listen != "" {
-		log.Warn("admin.listen is set, but this build has no review UI yet; use the requests log", "admin.listen", c.Admin.Listen)
+		log.Warn("admin.listen is set, but this build has no review UI yet; read the request log instead", "admin.listen", c.Admin.Listen)
 	}
 
 	// Signal handling first: it must be in place before /healthz answers.
 	reloads := make(chan messages.ReloadRequest)
 	signals := actors.NewSignals(reloads, log)
+	defer signals.Stop()
 
 	var setLevel func(string)
 	if !a.levelPinned {
@@ -110,15 +116,13 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 			}
 		}
 	}
-	fileEvents := make(chan messages.FileChanged)
-	loads := make(chan messages.ConfigLoaded)
-	toolsets := make(chan messages.ToolsetChanged)
+	var (
+		fileEvents = make(chan messages.FileChanged)
+		loads      = make(chan messages.ConfigLoaded)
+		toolsets   = make(chan messages.ToolsetChanged)
+		appends    = make(chan messages.AppendRequest)
+	)
 	holder := actors.NewPolicyHolder(snap, a.getenv, setLevel, loads, toolsets, log)
-	watcher := actors.NewWatcher(func() []string { return holder.Current().WatchPaths() }, fileEvents, log)
-	debouncer := actors.NewDebouncer(fileEvents, reloads, 0)
-	loader := actors.NewLoader(path, opts, loaded.Hash, reloads, loads, log)
-	writer := actors.NewRequestLog(func() string { return holder.Current().Config.MCP.RequestLog }, time.Now, log)
-
 	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
 		Logger: slog.New(quieter{log.Handler()}).With("component", "mcp"),
 		Capabilities: &mcp.ServerCapabilities{
@@ -126,12 +130,8 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
-	server.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(writer.Submit, log))
 	calls, abortCalls := context.WithCancel(context.Background())
 	defer abortCalls()
-	registry := actors.NewRegistry(server, holder.State, calls, toolsets, log)
-	registry.Prime(snap.Policy)
-
 	hub := actors.NewHub(server, actors.HubOptions{
 		Transport:  c.MCP.Transport,
 		Listen:     c.MCP.Listen,
@@ -141,6 +141,21 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 	if err := hub.Listen(); err != nil {
 		return err
 	}
+	defer hub.Close()
+	// A listener other hosts can reach must keep its token across reloads.
+	needToken := ""
+	if tcp, ok := hub.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		needToken = hub.Addr().String()
+	}
+	watcher := actors.NewWatcher(func() []string { return holder.Current().WatchPaths() }, fileEvents, log)
+	debouncer := actors.NewDebouncer(fileEvents, reloads, 0)
+	loader := actors.NewLoader(path, opts, loaded.Hash, needToken, reloads, loads, log)
+	writer := actors.NewRequestLog(appends, func() string { return holder.Current().Config.MCP.RequestLog },
+		time.Now, hub.Done(), log)
+	registry := actors.NewRegistry(server, holder.State, calls, toolsets, log)
+	server.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(writer.Submit, log))
+	registry.Prime(snap.Policy)
+
 	if ready != nil {
 		socket := ""
 		if c.MCP.Transport == "unix" {
@@ -154,11 +169,39 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 		"config", path, "exposed", len(snap.Policy.Rules()))
 
 	var g oklogrun.Group
-	for _, actor := range []interface{ Run(context.Context) error }{
-		signals, watcher, debouncer, loader, holder, registry, writer, hub,
-	} {
+	{
 		ctx, cancel := context.WithCancel(ctx)
-		g.Add(func() error { return actor.Run(ctx) }, func(error) { cancel() })
+		g.Add(func() error { return signals.Run(ctx) }, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "watcher", watcher.Run(ctx)) }, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "debouncer", debouncer.Run(ctx)) }, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "loader", loader.Run(ctx)) }, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "policy holder", holder.Run(ctx)) }, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "registry", registry.Run(ctx)) }, func(error) { cancel() })
+	}
+	{
+		// Keeps serving after its interrupt until the hub is done, so
+		// requests made during the shutdown grace period are recorded.
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "request log", writer.Run(ctx)) }, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "hub", hub.Run(ctx)) }, func(error) { cancel() })
 	}
 	{
 		// Stop when the caller's context ends (tests run serve in-process).
@@ -166,10 +209,20 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 		g.Add(func() error { <-ctx.Done(); return ctx.Err() }, func(error) { cancel() })
 	}
 	err = g.Run()
-	switch {
-	case errors.Is(err, oklogrun.ErrSignal), errors.Is(err, context.Canceled):
+	if errors.Is(err, oklogrun.ErrSignal) || errors.Is(err, context.Canceled) {
 		log.Info("stopped")
 		return nil
+	}
+	log.Error("stopped on an error", "error", err)
+	return err
+}
+
+// expectRunning turns an actor's early, error-free return into an error: an
+// actor that stops while its context is live would otherwise end the server
+// with exit status 0 and nothing said.
+func expectRunning(ctx context.Context, name string, err error) error {
+	if err == nil && ctx.Err() == nil {
+		return fmt.Errorf("%s stopped unexpectedly", name)
 	}
 	return err
 }

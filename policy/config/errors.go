@@ -14,6 +14,14 @@ var ErrInvalid = errors.New("invalid config")
 // server: section; the error's Detail carries the migration table.
 var ErrServerSection = errors.New("server section is not supported")
 
+// ErrNoHome is returned when a path needs the home directory and none is
+// known.
+var ErrNoHome = errors.New("home directory is not known")
+
+// ErrEmptyToken is returned for a token file that holds only whitespace: an
+// empty bearer token would let anyone in.
+var ErrEmptyToken = errors.New("token file is empty")
+
 // Error is one problem in a config file, placed by file, line and field path.
 type Error struct {
 	// File is the config path as the operator gave it.

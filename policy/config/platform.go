@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,10 +19,6 @@ type Options struct {
 	// GOOS picks the platform folders; empty means runtime.GOOS.
 	GOOS string
 }
-
-// ErrNoHome is returned when a path needs the home directory and none is
-// known.
-var ErrNoHome = errors.New("home directory is not known")
 
 func (o *Options) home() (string, error) {
 	if o != nil && o.Home != "" {

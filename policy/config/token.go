@@ -1,15 +1,10 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 )
-
-// ErrEmptyToken is returned for a token file that holds only whitespace: an
-// empty bearer token would let anyone in.
-var ErrEmptyToken = errors.New("token file is empty")
 
 // ReadToken returns the token in path with surrounding whitespace removed,
 // so a trailing newline from an editor does not become part of the secret.

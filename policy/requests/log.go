@@ -27,12 +27,6 @@ const (
 // MaxPending is how many requests may await a decision at once.
 const MaxPending = 1000
 
-// ErrPendingLimit is returned when MaxPending requests are already pending.
-var ErrPendingLimit = errors.New("the pending limit is reached")
-
-// ErrUnknownID is returned for a decision on an id the log does not hold.
-var ErrUnknownID = errors.New("no such request")
-
 // Record is a request folded with its latest decision: the shape `requests
 // list --json` prints and the admin API returns. Slices are never nil, so
 // they encode as [].
@@ -297,7 +291,8 @@ func Submit(path string, req Request, now time.Time) (Submitted, error) {
 }
 
 // Decide appends a decision for a pending request. It returns ErrUnknownID
-// for an id the log does not hold.
+// for an id the log does not hold and ErrDecided for one already decided, so
+// two operators (the CLI and the web UI) cannot both decide one request.
 func Decide(path, id, status, reason string, applied bool, now time.Time) error {
 	if status != StatusApproved && status != StatusDenied {
 		return fmt.Errorf("decide %s: status %q is not approved or denied", id, status)
@@ -307,8 +302,12 @@ func Decide(path, id, status, reason string, applied bool, now time.Time) error 
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(recs, func(r *Record) bool { return r.ID == id }) {
+		i := slices.IndexFunc(recs, func(r *Record) bool { return r.ID == id })
+		switch {
+		case i < 0:
 			return fmt.Errorf("%w: %s", ErrUnknownID, id)
+		case recs[i].Status != StatusPending:
+			return fmt.Errorf("%w: %s is %s", ErrDecided, id, recs[i].Status)
 		}
 		return appendLine(f, decisionLine{ID: id, Status: status, DecidedAt: now.UTC().Truncate(time.Millisecond), Reason: reason, Applied: applied})
 	})
@@ -325,6 +324,13 @@ func withLock(path string, fn func(*os.File) error) error {
 		return fmt.Errorf("request log: %w", err)
 	}
 	defer f.Close()
+	// The log holds what the assistant asked for; keep it private even if
+	// someone loosened its mode.
+	if info, err := f.Stat(); err == nil && info.Mode().Perm()&0o077 != 0 {
+		if err := f.Chmod(0o600); err != nil {
+			return fmt.Errorf("request log: restrict mode: %w", err)
+		}
+	}
 	if err := flock(f); err != nil {
 		return fmt.Errorf("request log: lock %s: %w", path, err)
 	}

@@ -781,3 +781,37 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 		t.Errorf("the helper process has %d records, want %d", got, inHelper)
 	}
 }
+
+func TestDecideRefusesADecidedRequest(t *testing.T) {
+	t.Parallel()
+	path := logPath(t)
+	s := submit(t, path, Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "why"})
+	if err := Decide(path, s.ID, StatusDenied, "no", false, t0); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, path)
+	err := Decide(path, s.ID, StatusApproved, "", true, t0)
+	if !errors.Is(err, ErrDecided) {
+		t.Errorf("second decision: error %v, want ErrDecided", err)
+	}
+	if after := readFile(t, path); !bytes.Equal(after, before) {
+		t.Errorf("a refused decision wrote to the log:\n%s", after)
+	}
+}
+
+func TestSubmitRestrictsALoosenedLog(t *testing.T) {
+	t.Parallel()
+	path := logPath(t)
+	submit(t, path, Request{Tool: "a", Subcommand: []string{}, Rationale: "why"})
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	submit(t, path, Request{Tool: "b", Subcommand: []string{}, Rationale: "why"})
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Mode().Perm(); got != 0o600 {
+		t.Errorf("mode after a write = %v, want 0600", got)
+	}
+}
