@@ -1,0 +1,226 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
+)
+
+// firstRun starts `wraptool COMMAND` with HOME in a fresh folder and no
+// config there, PATH as given, and returns the process's stdout and stderr
+// buffers. It waits (bounded) until the server serves or exits.
+func firstRun(t *testing.T, command, home, path string) (stdout, stderr *logBuffer, exited <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(wraptoolBin, command)
+	cmd.Env = []string{"HOME=" + home, "PATH=" + path}
+	stdout, stderr = &logBuffer{}, &logBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	deadline := time.Now().Add(startTimeout)
+	for !strings.Contains(stderr.String(), `msg="serving MCP"`) {
+		select {
+		case <-done:
+			return stdout, stderr, done
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wraptool %s neither served nor exited within %v:\n%s", command, startTimeout, stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the log: no event to wait on
+	}
+	return stdout, stderr, done
+}
+
+// On first run serve writes the starter config and the token file it names,
+// each logged with its absolute path. The starter listens on the fixed port
+// 8717, which another process may hold: the files are written before the
+// listener binds, so they are checked either way.
+func TestServeFirstRunScaffolds(t *testing.T) {
+	t.Parallel()
+	gitDir := t.TempDir()
+	fakeGit := filepath.Join(gitDir, "git")
+	if err := os.Symlink(fakecli, fakeGit); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		path    string
+		wantGit string
+	}{
+		{"with git on PATH the starter wraps git pull", gitDir, fakeGit},
+		{"without git the starter's rule is commented out", t.TempDir(), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			_, stderr, _ := firstRun(t, "serve", home, tc.path)
+			cfgPath := filepath.Join(home, ".config", "wraptool", "config.yaml")
+			tokPath := filepath.Join(home, ".config", "wraptool", "mcp-token")
+			log := stderr.String()
+			for _, want := range []string{
+				`msg="wrote the starter config; edit it to expose your tools" path=` + cfgPath,
+				`msg="created token file" path=` + tokPath,
+			} {
+				if !strings.Contains(log, want) {
+					t.Errorf("log lacks %q:\n%s", want, log)
+				}
+			}
+			cfg, err := os.ReadFile(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantGit != "" && !strings.Contains(string(cfg), "\n    binary: "+tc.wantGit+"\n") {
+				t.Errorf("starter does not wrap %s:\n%s", tc.wantGit, cfg)
+			}
+			if tc.wantGit == "" && !strings.Contains(string(cfg), "\ntools: {}\n") {
+				t.Errorf("starter without git is not tools: {}:\n%s", cfg)
+			}
+			for path, mode := range map[string]os.FileMode{cfgPath: 0o600, tokPath: 0o600, filepath.Dir(cfgPath): 0o700 | os.ModeDir} {
+				info, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := info.Mode() & (os.ModePerm | os.ModeDir); got != mode {
+					t.Errorf("%s mode %v, want %v", path, got, mode)
+				}
+			}
+			tok, _ := os.ReadFile(tokPath)
+			if !regexp.MustCompile(`^[0-9a-f]{64}\n$`).Match(tok) {
+				t.Errorf("token file holds %q, want 64 hex digits", tok)
+			}
+		})
+	}
+}
+
+// A second start never overwrites the config or the token.
+func TestServeNeverOverwritesConfigOrToken(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serverConfig(t, dir, "")
+	tokPath := filepath.Join(dir, "mcp-token")
+	if err := os.WriteFile(tokPath, []byte("operator-chosen-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServerIn(t, dir, cfg)
+	if s.Token != "operator-chosen-token" {
+		t.Errorf("token = %q, want the operator's", s.Token)
+	}
+	if got, _ := os.ReadFile(s.ConfigPath); string(got) != cfg {
+		t.Errorf("config changed:\n%s", got)
+	}
+	if strings.Contains(s.Log(), "created token file") || strings.Contains(s.Log(), "wrote the starter") {
+		t.Errorf("log claims a file was written:\n%s", s.Log())
+	}
+}
+
+// up prints ready-to-paste client set-up for the running server — the
+// claude lines for /mcp and /sse with the header, and mcpServers JSON for
+// both — then serves.
+func TestUpPrintsClientSetup(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	port := freePort(t)
+	cfg := fmt.Sprintf("mcp:\n  listen: 127.0.0.1:%d\n  auth_token_file: %s\n  request_log: %s\n",
+		port, filepath.Join(dir, "mcp-token"), filepath.Join(dir, "requests.jsonl"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(wraptoolBin, "--config", cfgPath, "up")
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	stdout, stderr := &logBuffer{}, &logBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitHealthy(t, url)
+	tokBytes, err := os.ReadFile(filepath.Join(dir, "mcp-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tokBytes))
+	out := stdout.String()
+	for _, want := range []string{
+		"claude mcp add --transport http wraptool " + url + `/mcp --header "Authorization: Bearer ` + token + `"`,
+		"claude mcp add --transport sse wraptool " + url + `/sse --header "Authorization: Bearer ` + token + `"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	// Every JSON block is an mcpServers entry for this server.
+	var kinds []string
+	for _, block := range regexp.MustCompile(`(?s)\n(\{\n.*?\n\})\n`).FindAllStringSubmatch(out, -1) {
+		var v struct {
+			MCPServers map[string]struct {
+				Type    string            `json:"type"`
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+			} `json:"mcpServers"`
+		}
+		if err := json.Unmarshal([]byte(block[1]), &v); err != nil {
+			t.Fatalf("block %q: %v", block[1], err)
+		}
+		e := v.MCPServers["wraptool"]
+		if e.Headers["Authorization"] != "Bearer "+token || !strings.HasPrefix(e.URL, url+"/") {
+			t.Errorf("entry %+v does not point at %s with the token", e, url)
+		}
+		kinds = append(kinds, e.Type+" "+strings.TrimPrefix(e.URL, url))
+	}
+	if strings.Join(kinds, ", ") != "http /mcp, sse /sse" {
+		t.Errorf("mcpServers entries %q, want http /mcp and sse /sse", kinds)
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Errorf("the token leaked into the log:\n%s", stderr)
+	}
+	// And it serves, with that token.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "up", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   url + "/mcp",
+		HTTPClient: &http.Client{Transport: toolsettest.Bearer{Token: token, Base: http.DefaultTransport}},
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect with the printed set-up: %v", err)
+	}
+	session.Close()
+}
