@@ -19,13 +19,13 @@ import (
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// firstRun starts `wraptool COMMAND` with HOME in a fresh folder and no
-// config there, PATH as given, and returns the process's stdout and stderr
-// buffers. It waits (bounded) until the server serves or exits.
-func firstRun(t *testing.T, command, home, path string) (stdout, stderr *logBuffer, exited <-chan struct{}) {
+// startWraptool starts the binary with args and exactly env, and returns
+// its stdout and stderr buffers. It waits (bounded) until the server serves
+// or exits, and stops it (SIGTERM, then kill) when the test ends.
+func startWraptool(t *testing.T, env []string, args ...string) (stdout, stderr *logBuffer, exited <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(wraptoolBin, command)
-	cmd.Env = []string{"HOME=" + home, "PATH=" + path}
+	cmd := exec.Command(wraptoolBin, args...)
+	cmd.Env = env
 	stdout, stderr = &logBuffer{}, &logBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -50,7 +50,7 @@ func firstRun(t *testing.T, command, home, path string) (stdout, stderr *logBuff
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("wraptool %s neither served nor exited within %v:\n%s", command, startTimeout, stderr)
+			t.Fatalf("wraptool %q neither served nor exited within %v:\n%s", args, startTimeout, stderr)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the log: no event to wait on
 	}
@@ -80,7 +80,7 @@ func TestServeFirstRunScaffolds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
-			_, stderr, _ := firstRun(t, "serve", home, tc.path)
+			_, stderr, _ := startWraptool(t, []string{"HOME=" + home, "PATH=" + tc.path}, "serve")
 			cfgPath := filepath.Join(home, ".config", "wraptool", "config.yaml")
 			tokPath := filepath.Join(home, ".config", "wraptool", "mcp-token")
 			log := stderr.String()
@@ -153,24 +153,7 @@ func TestUpPrintsClientSetup(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(wraptoolBin, "--config", cfgPath, "up")
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	stdout, stderr := &logBuffer{}, &logBuffer{}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	stdout, stderr, _ := startWraptool(t, []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}, "--config", cfgPath, "up")
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHealthy(t, url)
 	tokBytes, err := os.ReadFile(filepath.Join(dir, "mcp-token"))
