@@ -355,7 +355,8 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, err
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(tmp, 0o600); err == nil {
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {

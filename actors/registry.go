@@ -25,6 +25,7 @@ type Registry struct {
 	current func() *toolset.State
 	stop    context.Context
 	log     *slog.Logger
+	callLog *slog.Logger // for the tool handlers it registers
 
 	exposed map[string][]byte // name → the definition's JSON
 }
@@ -34,7 +35,7 @@ type Registry struct {
 func NewRegistry(server *mcp.Server, current func() *toolset.State, stop context.Context,
 	in <-chan messages.ToolsetChanged, log *slog.Logger) *Registry {
 	return &Registry{in: in, server: server, current: current, stop: stop,
-		log: log.With("component", "registry"), exposed: map[string][]byte{}}
+		log: log.With("component", "registry"), callLog: log.With("component", "calls"), exposed: map[string][]byte{}}
 }
 
 // Prime registers the first policy's tools. Call it once, before Run and
@@ -91,7 +92,7 @@ func (r *Registry) apply(p *policy.Policy) {
 		r.server.RemoveTools(removed...)
 	}
 	for _, c := range changed {
-		r.server.AddTool(c.def, toolset.NewHandler(c.rule.Tool(), c.rule.Subcommand(), r.current, r.stop, r.log))
+		r.server.AddTool(c.def, toolset.NewHandler(c.rule.Tool(), c.rule.Subcommand(), r.current, r.stop, r.callLog))
 	}
 	for _, name := range removed {
 		delete(r.exposed, name)

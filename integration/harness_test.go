@@ -55,17 +55,10 @@ func serverConfig(t *testing.T, dir, tools string) string {
 	return cfg
 }
 
-// startServer writes cfg to a fresh folder's config.yaml and starts `wraptool
-// serve` on it, waiting (bounded) for /healthz or the socket. The server is
-// stopped with SIGTERM, then killed, when the test ends.
-func startServer(t *testing.T, cfg string, env ...string) *server {
-	t.Helper()
-	dir := t.TempDir()
-	return startServerIn(t, dir, strings.ReplaceAll(cfg, "$DIR", dir), env...)
-}
-
-// startServerIn is startServer with the folder chosen by the caller (cfg is
-// written to dir/config.yaml unless cfg is empty).
+// startServerIn writes cfg to dir/config.yaml (unless cfg is empty) and
+// starts `wraptool serve` on it, waiting (bounded) for /healthz or the
+// socket. The server is stopped with SIGTERM, then killed, when the test
+// ends.
 func startServerIn(t *testing.T, dir, cfg string, env ...string) *server {
 	t.Helper()
 	s := &server{Dir: dir, ConfigPath: filepath.Join(dir, "config.yaml"), stderr: &logBuffer{}, exited: make(chan struct{})}

@@ -79,11 +79,6 @@ func expandAll(ss []string, dir string) []string {
 	return out
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -126,8 +126,10 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
 		Logger: slog.New(quieter{log.Handler()}).With("component", "mcp"),
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:   &mcp.ToolCapabilities{ListChanged: true},
-			Logging: &mcp.LoggingCapabilities{},
+			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			// Deprecated from protocol 2026-07-28 on, but clients on the
+			// 2025 versions still send logging/setLevel.
+			Logging: &mcp.LoggingCapabilities{}, //lint:ignore SA1019 see above
 		},
 	})
 	calls, abortCalls := context.WithCancel(context.Background())
