@@ -48,11 +48,13 @@ const (
       - subcommand: [pull]
         flags: ["--rebase"]
 `
-	toolsPullSleep = `  fake:
+	// toolsPullWait's waitfor rule runs a call that ends only when the
+	// test creates the file it names, so ordering never rests on timing.
+	toolsPullWait = `  fake:
     binary: $FAKECLI
     allow:
       - subcommand: [pull]
-      - subcommand: [sleep]
+      - subcommand: [waitfor]
 `
 )
 
@@ -635,9 +637,38 @@ func startCall(c *mcpClient, tool string, args map[string]any) <-chan callResult
 	return done
 }
 
-// expectSleepResult waits (bounded) for a `fakecli sleep` call's result
-// and checks it is a clean run.
-func expectSleepResult(t *testing.T, s *server, done <-chan callResult) {
+func TestServeCallInFlightDuringReloadThatRemovesItsRule(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serverConfig(t, dir, toolsPullWait)
+	s := startServerIn(t, dir, cfg)
+	c := s.Connect(t, "/mcp")
+
+	release := filepath.Join(dir, "release")
+	done := startCall(c, "fake_waitfor", map[string]any{"args": []string{release}})
+	waitChild(t, s, fakecli, "waitfor", release)
+	writeInPlace(t, s.ConfigPath, withTools(cfg, toolsPull))
+	expectOneListChanged(t, s, c)
+	if got, want := c.WrappedTools(t), []string{"fake_pull"}; !slices.Equal(got, want) {
+		t.Errorf("tools after the reload = %q, want %q", got, want)
+	}
+	// The call is still running: only now may it end.
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expectReleasedResult(t, s, done)
+
+	// A new call to the removed rule is not served.
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	if res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "fake_waitfor", Arguments: map[string]any{"args": []string{release}}}); err == nil && !res.IsError {
+		t.Errorf("a new call to the removed fake_waitfor succeeded, want an error")
+	}
+}
+
+// expectReleasedResult waits (bounded) for a `fakecli waitfor` call's
+// result and checks it is a clean run that printed "released".
+func expectReleasedResult(t *testing.T, s *server, done <-chan callResult) {
 	t.Helper()
 	select {
 	case r := <-done:
@@ -647,50 +678,11 @@ func expectSleepResult(t *testing.T, s *server, done <-chan callResult) {
 		}
 		var out runOutput
 		structured(t, r.res, &out)
-		if r.res.IsError || out.ExitCode == nil || *out.ExitCode != 0 {
-			t.Errorf("the call in flight = isError %v, %+v, text %q; want exit_code 0", r.res.IsError, out, toolsettest.ResultText(t, r.res))
+		if r.res.IsError || out.ExitCode == nil || *out.ExitCode != 0 || out.Stdout != "released\n" {
+			t.Errorf("the call in flight = isError %v, %+v; want exit_code 0 and stdout \"released\"", r.res.IsError, out)
 		}
 	case <-time.After(2 * eventTimeout):
 		t.Fatalf("the call in flight did not return within %v:\n%s", 2*eventTimeout, s.Log())
-	}
-}
-
-func TestServeCallInFlightDuringReloadThatRemovesItsRule(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	cfg := serverConfig(t, dir, toolsPullSleep)
-	s := startServerIn(t, dir, cfg)
-	c := s.Connect(t, "/mcp")
-
-	done := startCall(c, "fake_sleep", map[string]any{"args": []string{"3s"}})
-	waitChild(t, s, fakecli, "sleep", "3s")
-	writeInPlace(t, s.ConfigPath, withTools(cfg, toolsPull))
-	expectOneListChanged(t, s, c)
-	if got, want := c.WrappedTools(t), []string{"fake_pull"}; !slices.Equal(got, want) {
-		t.Errorf("tools after the reload = %q, want %q", got, want)
-	}
-	expectSleepResult(t, s, done)
-
-	// The reload really happened while the call ran: the log has the
-	// reload before the call's own line.
-	log := s.Log()
-	reload, call := -1, -1
-	for i, line := range slices.Collect(strings.Lines(log)) {
-		switch {
-		case reload < 0 && strings.Contains(line, `msg="config reloaded"`):
-			reload = i
-		case call < 0 && strings.Contains(line, `msg="tool call"`) && strings.Contains(line, "tool=fake_sleep"):
-			call = i
-		}
-	}
-	if reload < 0 || call < 0 || call < reload {
-		t.Errorf("want the reload logged (line %d) before the call's end (line %d):\n%s", reload, call, log)
-	}
-	// A new call to the removed rule is not served.
-	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
-	defer cancel()
-	if res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "fake_sleep", Arguments: map[string]any{"args": []string{"1s"}}}); err == nil && !res.IsError {
-		t.Errorf("a new call to the removed fake_sleep succeeded, want an error")
 	}
 }
 
@@ -700,13 +692,20 @@ func TestServeSIGTERMLetsCallInFlightFinish(t *testing.T) {
 		t.Run(fmt.Sprintf("over %s the client gets the result and the server exits 0", endpoint), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			s := startServerIn(t, dir, serverConfig(t, dir, toolsPullSleep))
+			s := startServerIn(t, dir, serverConfig(t, dir, toolsPullWait))
 			c := s.Connect(t, endpoint)
 
-			done := startCall(c, "fake_sleep", map[string]any{"args": []string{"2s"}})
-			waitChild(t, s, fakecli, "sleep", "2s")
+			release := filepath.Join(dir, "release")
+			done := startCall(c, "fake_waitfor", map[string]any{"args": []string{release}})
+			waitChild(t, s, fakecli, "waitfor", release)
 			s.Signal(t, syscall.SIGTERM)
-			expectSleepResult(t, s, done)
+			s.WaitLog(t, `msg=stopping`, 1, eventTimeout)
+			// The server is stopping and the call still runs: end it now,
+			// well within the grace period.
+			if err := os.WriteFile(release, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			expectReleasedResult(t, s, done)
 			if err := s.Wait(t, 2*eventTimeout); err != nil {
 				t.Errorf("exit = %v, want status 0:\n%s", err, s.Log())
 			}

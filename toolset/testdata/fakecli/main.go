@@ -8,6 +8,8 @@
 //	grandchild FILE   start a grandchild that writes its PID to FILE and
 //	                  sleeps, then sleep; a timeout must kill both
 //	stdin             report how many bytes stdin held
+//	waitfor FILE      wait until FILE exists (at most two minutes), print
+//	                  "released" and exit 0: a call the test ends at will
 package main
 
 import (
@@ -56,6 +58,19 @@ func main() {
 	case "pidfile":
 		os.WriteFile(arg(args, 1), []byte(strconv.Itoa(os.Getpid())), 0o600)
 		time.Sleep(time.Hour)
+	case "waitfor":
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if _, err := os.Stat(arg(args, 1)); err == nil {
+				fmt.Println("released")
+				return
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintln(os.Stderr, "waitfor: gave up")
+				os.Exit(3)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	case "stdin":
 		n, err := io.Copy(io.Discard, os.Stdin)
 		fmt.Printf("{\"stdin_bytes\":%d,\"err\":%q}\n", n, fmt.Sprint(err))
