@@ -50,11 +50,7 @@ func TestDebouncer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				in := make(chan messages.FileChanged)
-				out := make(chan messages.ReloadRequest)
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error, 1)
-				go func() { done <- NewDebouncer(in, out, 0).Run(ctx) }()
+				in, out, ctx, cancel, done := startDebouncer(t)
 
 				begin := time.Now()
 				var got []time.Duration
@@ -146,11 +142,7 @@ func TestDebouncerStops(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				in := make(chan messages.FileChanged)
-				out := make(chan messages.ReloadRequest)
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan error, 1)
-				go func() { done <- NewDebouncer(in, out, 0).Run(ctx) }()
+				in, out, _, cancel, done := startDebouncer(t)
 				tt.before(in)
 				synctest.Wait()
 				cancel()
@@ -174,4 +166,15 @@ func TestDebouncerStops(t *testing.T) {
 			})
 		})
 	}
+}
+
+// startDebouncer runs a debouncer with the default delay inside a synctest
+// bubble; done receives Run's result once cancel has stopped it.
+func startDebouncer(t *testing.T) (chan messages.FileChanged, chan messages.ReloadRequest, context.Context, context.CancelFunc, <-chan error) {
+	in := make(chan messages.FileChanged)
+	out := make(chan messages.ReloadRequest)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- NewDebouncer(in, out, 0).Run(ctx) }()
+	return in, out, ctx, cancel, done
 }

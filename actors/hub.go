@@ -88,10 +88,13 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	return h
 }
 
-// track counts requests (not notifications) while their handlers run.
+// track counts requests while their handlers run. Notifications are not
+// work a client waits on, and subscriptions/listen parks until its session
+// closes (ServerSession.Close cancels it): counting either would make every
+// shutdown wait out the whole grace period.
 func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if strings.HasPrefix(method, "notifications/") {
+		if strings.HasPrefix(method, "notifications/") || method == "subscriptions/listen" {
 			return next(ctx, method, req)
 		}
 		h.mu.Lock()
@@ -168,8 +171,14 @@ func (h *Hub) URL() string {
 func (h *Hub) Done() <-chan struct{} { return h.done }
 
 // Close releases the listener of a hub whose Run never started (start-up
-// failed after Listen).
+// failed after Listen). After Run it does nothing: Run has cleaned up, and
+// the socket path may already belong to a new server.
 func (h *Hub) Close() {
+	select {
+	case <-h.done:
+		return
+	default:
+	}
 	if h.ln != nil {
 		h.ln.Close()
 	}

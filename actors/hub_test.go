@@ -448,3 +448,41 @@ func TestHubURLOfAWildcardListener(t *testing.T) {
 		t.Errorf("URL() = %q, want %q", got, want)
 	}
 }
+
+// Only work a client waits on holds up shutdown: a parked
+// subscriptions/listen or a notification must not keep the hub busy.
+func TestHubTracksOnlyRequestsClientsWaitOn(t *testing.T) {
+	t.Parallel()
+	log, _ := newTestLogger()
+	h := NewHub(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), HubOptions{}, log)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	parked := h.track(func(context.Context, string, mcp.Request) (mcp.Result, error) {
+		entered <- struct{}{}
+		<-release
+		return nil, nil
+	})
+	defer close(release)
+	cases := []struct {
+		method string
+		busy   bool
+	}{
+		{"subscriptions/listen", false},
+		{"notifications/initialized", false},
+		{"tools/call", true},
+	}
+	for _, tc := range cases {
+		go parked(context.Background(), tc.method, nil)
+		<-entered
+		select {
+		case <-h.idleCh():
+			if tc.busy {
+				t.Errorf("%s running: the hub reports idle", tc.method)
+			}
+		default:
+			if !tc.busy {
+				t.Errorf("%s running: the hub reports busy, so shutdown would wait out the grace period", tc.method)
+			}
+		}
+	}
+}

@@ -41,16 +41,14 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 		}
 		d := st.Policy.Evaluate(policy.Call{Tool: tool, Subcommand: sub, Params: params})
 		if !d.Allowed() {
-			log.Info("tool call denied", "tool", req.Params.Name, "kind", d.Refusal.Kind.String(), "reason", d.Refusal.Reason)
-			return errorResult(d.Refusal.Text), nil
+			return denied(log, req.Params.Name, d.Refusal), nil
 		}
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(stop, cancel)()
 		res, d := Execute(runCtx, d, st.Runtimes[tool])
 		if !d.Allowed() {
-			log.Info("tool call denied", "tool", req.Params.Name, "kind", d.Refusal.Kind.String(), "reason", d.Refusal.Reason)
-			return errorResult(d.Refusal.Text), nil
+			return denied(log, req.Params.Name, d.Refusal), nil
 		}
 		log.Info("tool call", "tool", req.Params.Name, "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", errString(res.Err))
 		return RunResult(res), nil
@@ -85,6 +83,12 @@ func RunResult(res Result) *mcp.CallToolResult {
 		},
 		IsError: res.ExitCode != 0 || res.Err != nil,
 	}
+}
+
+// denied logs a refusal and renders it for the assistant.
+func denied(log *slog.Logger, tool string, r *policy.Refusal) *mcp.CallToolResult {
+	log.Info("tool call denied", "tool", tool, "kind", r.Kind.String(), "reason", r.Reason)
+	return errorResult(r.Text)
 }
 
 func errorResult(text string) *mcp.CallToolResult {

@@ -59,3 +59,14 @@ func (e *usageError) Unwrap() error { return e.err }
 func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
+
+// noArgs adapts fn to a command that takes no positional arguments; any
+// given is a usage error naming the command.
+func noArgs(name string, fn func(context.Context) error) func(context.Context, []string) error {
+	return func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("%s takes no arguments", name)
+		}
+		return fn(ctx)
+	}
+}

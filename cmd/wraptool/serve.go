@@ -30,12 +30,7 @@ func (a *app) serveCommand() *ff.Command {
 			"/mcp) and reloads the config when it changes or on SIGHUP. A missing config is\n" +
 			"scaffolded from the starter, and missing token files it names are created.",
 		Flags: ff.NewFlagSet("serve").SetParent(a.flags),
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("serve takes no arguments")
-			}
-			return a.serve(ctx, nil)
-		},
+		Exec:  noArgs("serve", func(ctx context.Context) error { return a.serve(ctx, nil) }),
 	}
 }
 
@@ -45,12 +40,7 @@ func (a *app) upCommand() *ff.Command {
 		Usage:     "wraptool up",
 		ShortHelp: "first run: scaffold what is missing, print client set-up, then serve",
 		Flags:     ff.NewFlagSet("up").SetParent(a.flags),
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("up takes no arguments")
-			}
-			return a.serve(ctx, a.printClientSetup)
-		},
+		Exec:      noArgs("up", func(ctx context.Context) error { return a.serve(ctx, a.printClientSetup) }),
 	}
 }
 

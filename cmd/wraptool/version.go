@@ -19,13 +19,10 @@ func (a *app) versionCommand() *ff.Command {
 		Usage:     "wraptool version",
 		ShortHelp: "print the version",
 		Flags:     ff.NewFlagSet("version").SetParent(a.flags),
-		Exec: func(_ context.Context, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("version takes no arguments")
-			}
+		Exec: noArgs("version", func(context.Context) error {
 			_, err := fmt.Fprintf(a.stdout, "wraptool %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return err
-		},
+		}),
 	}
 }
 
