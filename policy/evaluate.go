@@ -31,8 +31,24 @@ type Decision struct {
 	Rule *Rule
 	// Refusal explains a refused call; nil when allowed.
 	Refusal *Refusal
+	// Paths are the argv tokens the assistant chose that a tool could read
+	// as a path (string flag values and positional arguments, in argv
+	// order), for the runner's protected-path check once the working
+	// directory is known (CONTRACT §3). Nil when refused.
+	Paths []PathArg
 
 	tool string
+}
+
+// PathArg is one client-chosen argv token the runner checks against
+// wraptool's own files.
+type PathArg struct {
+	// Subject names the token in a refusal: "value of '--output'", or
+	// "positional argument '~/x'" (already quoted as the denial needs).
+	// The reason is Subject + " names a file wraptool protects".
+	Subject string
+	// Value is the token as it reaches argv.
+	Value string
 }
 
 // Allowed reports whether the call may run.
@@ -46,7 +62,7 @@ func (d Decision) Refuse(kind Kind, reason string) Decision {
 	}
 	tokens := append([]string{d.tool}, d.Argv[1:]...)
 	d.Refusal = newRefusal(kind, reason, quoteCommand(tokens), nil)
-	d.Argv = nil
+	d.Argv, d.Paths = nil, nil
 	return d
 }
 
@@ -95,6 +111,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 	argv := make([]string, 0, 1+len(r.sub)+2*len(c.Params)+len(args))
 	argv = append(argv, t.binary)
 	argv = append(argv, r.sub...)
+	var paths []PathArg
 	for i := range r.flags {
 		f := &r.flags[i]
 		v, ok := c.Params[f.Property]
@@ -113,6 +130,9 @@ func (p *Policy) Evaluate(c Call) Decision {
 			argv = append(argv, f.Flag, val)
 		default:
 			argv = append(argv, f.Flag+"="+val)
+		}
+		if present && f.Type == TypeString {
+			paths = append(paths, PathArg{Subject: "value of '" + f.Flag + "'", Value: val})
 		}
 	}
 	for i := range r.flags {
@@ -145,6 +165,9 @@ func (p *Policy) Evaluate(c Call) Decision {
 		}
 	}
 	argv = append(argv, args...)
+	for _, a := range args {
+		paths = append(paths, PathArg{Subject: "positional argument " + Quote(a), Value: a})
+	}
 
 	if v, ok := c.Params[CwdProperty]; ok && v != nil {
 		cwd, isString := v.(string)
@@ -157,6 +180,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 		d.Cwd = cwd
 	}
 	d.Argv = argv
+	d.Paths = paths
 	return d
 }
 

@@ -22,12 +22,14 @@ const (
 	KindArgCount                       // too many positional arguments, or args is not a list of strings
 	KindArg                            // a positional argument looks like a flag or holds a NUL
 	KindCwd                            // the working directory is refused
+	KindProtected                      // a value or argument names one of wraptool's own files
 )
 
 var kindNames = map[Kind]string{
 	KindUnknownTool: "unknown_tool", KindDenyRule: "deny_rule", KindNoRule: "no_rule",
 	KindFlagNotAllowed: "flag_not_allowed", KindFlagDenied: "flag_denied", KindValue: "value",
 	KindRequired: "required", KindArgCount: "arg_count", KindArg: "arg", KindCwd: "cwd",
+	KindProtected: "protected_path",
 }
 
 // String is a stable snake_case name for logs.

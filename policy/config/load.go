@@ -27,6 +27,9 @@ const (
 	DefaultTimeout     = 30 * time.Second
 	DefaultInitTimeout = 10 * time.Second
 	DefaultCacheTTL    = 24 * time.Hour
+	// DefaultMaxConcurrentCalls bounds the wrapped-tool children running at
+	// once when mcp.max_concurrent_calls is unset.
+	DefaultMaxConcurrentCalls = 16
 )
 
 // Load reads and parses the config at path. A file that cannot be read gives
@@ -253,6 +256,9 @@ func (c *Config) complete(o *Options) []*Error {
 	}
 	if c.MCP.LogLevel == "" {
 		c.MCP.LogLevel = DefaultLogLevel
+	}
+	if c.MCP.MaxConcurrentCalls == 0 && !c.written(mp.key("max_concurrent_calls")) {
+		c.MCP.MaxConcurrentCalls = DefaultMaxConcurrentCalls
 	}
 	if c.MCP.Transport == "unix" {
 		resolve(mp.key("listen"), &c.MCP.Listen, true)

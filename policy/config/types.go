@@ -51,6 +51,9 @@ type MCP struct {
 	// AllowedCwdRoots, when non-empty, confine a client-supplied cwd to
 	// these directories (symlinks resolved on both sides).
 	AllowedCwdRoots []string `yaml:"allowed_cwd_roots"`
+	// MaxConcurrentCalls bounds how many wrapped-tool children run at once;
+	// a call beyond it waits its turn within its own timeout. Default 16.
+	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 }
 
 // Admin configures the operator review UI.

@@ -83,6 +83,9 @@ func (v *validator) mcp() {
 	for i, r := range m.AllowedCwdRoots {
 		v.dir(p.key("allowed_cwd_roots").index(i), r)
 	}
+	if m.MaxConcurrentCalls < 1 {
+		v.fail(p.key("max_concurrent_calls"), "must be at least 1, got %d", m.MaxConcurrentCalls)
+	}
 	if info, err := os.Stat(m.RequestLog); err == nil && info.IsDir() {
 		v.fail(p.key("request_log"), "%s is a directory", m.RequestLog)
 	}
