@@ -138,8 +138,8 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 // configFixture is a folder with a config, the token file it names and an
-// executable for its tool: the test binary itself, which is an absolute path
-// to an executable file.
+// executable for its tool: a shell script in the folder (never run by these
+// tests; it only has to be an executable file only its owner may write).
 type configFixture struct {
 	dir, path, token string
 	opts             *config.Options
@@ -171,9 +171,16 @@ func newConfigFixture(t *testing.T) *configFixture {
 		opts:  &config.Options{Home: dir, Getenv: func(string) string { return "" }},
 	}
 	writeFile(t, f.token, "first-token\n")
+	writeFile(t, f.tool(), "#!/bin/sh\n")
+	if err := os.Chmod(f.tool(), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	f.writeConfig(t, "info", "--short")
 	return f
 }
+
+// tool is the path of the fixture's tool binary.
+func (f *configFixture) tool() string { return filepath.Join(f.dir, "fake-tool") }
 
 // writeConfig writes a valid config with the given log level and flags.
 func (f *configFixture) writeConfig(t *testing.T, level, flags string) {
@@ -183,11 +190,7 @@ func (f *configFixture) writeConfig(t *testing.T, level, flags string) {
 
 func (f *configFixture) config(t *testing.T, level, flags string) string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("os.Executable: %v", err)
-	}
-	return fmt.Sprintf(baseConfig, level, exe, flags)
+	return fmt.Sprintf(baseConfig, level, f.tool(), flags)
 }
 
 // load loads the fixture's config as start-up does.

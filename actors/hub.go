@@ -1,10 +1,13 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -19,12 +22,29 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Limits and timeouts of the MCP listener (CONTRACT §9).
+// Limits and timeouts of the MCP listener (CONTRACT §9). Each bounds what
+// one client, authenticated or not, can hold of the server.
 const (
-	MaxBodyBytes      = 4 << 20
+	// MaxBodyBytes bounds the memory one request can make the hub hold;
+	// MCP messages are far smaller.
+	MaxBodyBytes = 4 << 20
+	// ReadHeaderTimeout frees a connection whose client opens it and then
+	// sends no (or a slow) request head.
 	ReadHeaderTimeout = 10 * time.Second
-	SessionTimeout    = 30 * time.Minute
-	ShutdownGrace     = 10 * time.Second
+	// BodyTimeout frees a connection whose client declares a body and then
+	// stalls. It applies only while the body is read, so streams and long
+	// tool calls are not cut.
+	BodyTimeout = 30 * time.Second
+	// IdleTimeout frees a keep-alive connection no client uses any more.
+	IdleTimeout = 120 * time.Second
+	// MaxConns keeps a flood of connections from using up the process's
+	// file descriptors; beyond it new connections wait in the listen queue.
+	MaxConns = 4096
+	// SessionTimeout ends Streamable HTTP sessions their client abandoned.
+	SessionTimeout = 30 * time.Minute
+	// ShutdownGrace lets tool calls in flight finish on stop before they
+	// are killed.
+	ShutdownGrace = 10 * time.Second
 )
 
 // Hub owns the MCP listener: legacy SSE at /sse and Streamable HTTP at /mcp
@@ -38,7 +58,12 @@ type Hub struct {
 	token      func() string
 	abortCalls context.CancelFunc
 	grace      time.Duration
-	log        *slog.Logger
+	// bodyTimeout, idleTimeout and maxConns are the HubOptions limits,
+	// defaults applied.
+	bodyTimeout time.Duration
+	idleTimeout time.Duration
+	maxConns    int
+	log         *slog.Logger
 
 	ln         net.Listener
 	socketPath string        // the unix socket to remove on stop
@@ -67,6 +92,15 @@ type HubOptions struct {
 	// Grace bounds how long in-flight calls may run on stop; zero means
 	// ShutdownGrace.
 	Grace time.Duration
+	// BodyTimeout bounds how long a request body may take to arrive, so a
+	// stalled client cannot hold a connection; zero means BodyTimeout.
+	BodyTimeout time.Duration
+	// IdleTimeout closes keep-alive connections left unused this long;
+	// zero means IdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConns bounds the connections open at once, so a flood cannot use
+	// up file descriptors; zero means MaxConns.
+	MaxConns int
 }
 
 // NewHub serves server as o says. It binds nothing until Listen.
@@ -80,8 +114,18 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.AbortCalls == nil {
 		o.AbortCalls = func() {}
 	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = BodyTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = IdleTimeout
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = MaxConns
+	}
 	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, token: o.Token,
-		abortCalls: o.AbortCalls, grace: o.Grace, log: log.With("component", "hub"), idle: make(chan struct{}),
+		abortCalls: o.AbortCalls, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
+		maxConns: o.MaxConns, log: log.With("component", "hub"), idle: make(chan struct{}),
 		done: make(chan struct{})}
 	close(h.idle)
 	server.AddReceivingMiddleware(h.track)
@@ -185,12 +229,16 @@ func (h *Hub) Close() {
 	h.removeSocket()
 }
 
-// Run serves until ctx is done, then shuts down gracefully.
+// Run serves until ctx is done, then shuts down gracefully. No client can
+// hold a connection for free: a request head must arrive within
+// ReadHeaderTimeout, a body within the body timeout (see Handler), an idle
+// keep-alive connection is closed after the idle timeout, and at most
+// MaxConns connections are open at once.
 func (h *Hub) Run(ctx context.Context) error {
 	defer close(h.done)
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout}
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: h.idleTimeout}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(h.ln) }()
+	go func() { errc <- srv.Serve(limitConns(h.ln, h.maxConns)) }()
 	select {
 	case err := <-errc:
 		h.removeSocket()
@@ -257,7 +305,10 @@ func (h *Hub) removeSocket() {
 	}
 }
 
-// Handler is the whole HTTP surface.
+// Handler is the whole HTTP surface. Every request body gets the body
+// timeout to arrive, on every route, so neither a handler nor net/http
+// (which reads what a handler left of a body to reuse the connection) waits
+// on a stalled client for ever.
 func (h *Hub) Handler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return h.server }
 	sse := mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: MaxBodyBytes})
@@ -272,30 +323,100 @@ func (h *Hub) Handler() http.Handler {
 	})
 	mux.Handle("/sse", h.guard(sse))
 	mux.Handle("/mcp", h.guard(streamable))
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only a request with a body gets the deadline: a request without
+		// one is already past it, and net/http then watches the connection
+		// for the client going away, a read a deadline would end (and with
+		// it the request's context, so a GET stream).
+		if hasBody(r) {
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTimeout))
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
-// guard applies the DNS-rebinding check (loopback TCP listeners only) and
-// the bearer token.
+// guard applies, in this order, the DNS-rebinding check (loopback TCP
+// listeners only), the bearer token and the body size. A refused request
+// is answered at once and its connection closed, without reading its body.
+// An admitted one has its body read whole under the body deadline, which is
+// then cleared, so the SDK's handler gets an in-memory body and its
+// response (a stream, a long call) is never cut by the deadline.
 func (h *Hub) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if allowed := h.loopbackNames(); allowed != nil {
 			if !allowed[strings.ToLower(r.Host)] {
-				http.Error(w, "forbidden: Host is not this server's loopback name", http.StatusForbidden)
+				refuse(w, r, http.StatusForbidden, "forbidden: Host is not this server's loopback name")
 				return
 			}
 			if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, allowed) {
-				http.Error(w, "forbidden: Origin is not this server's loopback name", http.StatusForbidden)
+				refuse(w, r, http.StatusForbidden, "forbidden: Origin is not this server's loopback name")
 				return
 			}
 		}
 		if tok := h.token(); tok != "" && !bearerMatches(r.Header.Get("Authorization"), tok) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="wraptool"`)
-			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token>")
 			return
 		}
-		next.ServeHTTP(w, r) // the SDK's handlers enforce MaxBodyBytes
+		if hasBody(r) {
+			body, status, msg := readBody(w, r)
+			if status != 0 {
+				refuse(w, r, status, msg)
+				return
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		next.ServeHTTP(w, r)
 	})
+}
+
+// hasBody reports whether r announces a body (a Content-Length or chunked).
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+}
+
+// readBody reads r's body whole, up to MaxBodyBytes, under the deadline
+// Handler set, and then clears that deadline. A status other than 0 (with
+// its message) says why the body was not read.
+func readBody(w http.ResponseWriter, r *http.Request) (body []byte, status int, msg string) {
+	tooLarge := fmt.Sprintf("request body too large: the limit is %d bytes", MaxBodyBytes)
+	if r.ContentLength > MaxBodyBytes {
+		return nil, http.StatusRequestEntityTooLarge, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxBytes):
+		return nil, http.StatusRequestEntityTooLarge, tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, http.StatusRequestTimeout, "request body did not arrive in time"
+	case err != nil:
+		return nil, http.StatusBadRequest, "cannot read request body"
+	}
+	// net/http clears the deadline too once it sees the body's end; doing
+	// it here does not depend on that.
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return body, 0, ""
+}
+
+// refuse answers r with status and msg, and closes the connection without
+// reading what is left of r's body: a client that announces a body and
+// never sends it must not hold the connection.
+//
+// Connection: close alone is not enough. It does keep net/http from
+// draining the body before writing the response (chunkWriter.writeHeader
+// skips that when the connection will close), but once the handler returns,
+// finishRequest closes the body, and body.Close still reads up to
+// maxPostHandlerReadBytes of a declared body to find its end, waiting on
+// the client. An expired read deadline makes that read fail at once (only
+// bytes already buffered are consumed), so the response goes out, the
+// connection closes, and nothing waits for the body.
+func refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	if hasBody(r) {
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	http.Error(w, msg, status)
 }
 
 // loopbackNames lists the Host values a loopback listener answers to

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -101,6 +103,8 @@ type hubRequest struct {
 	auth string
 	// body of a POST; "" sends initializeBody.
 	body string
+	// chunked sends the body without a Content-Length.
+	chunked bool
 }
 
 type hubResponse struct {
@@ -114,6 +118,9 @@ func (h *hubHarness) do(t *testing.T, r hubRequest) hubResponse {
 	var body io.Reader
 	if r.method == http.MethodPost {
 		body = strings.NewReader(cmp.Or(r.body, initializeBody))
+		if r.chunked {
+			body = io.MultiReader(body) // a length net/http cannot see
+		}
 	}
 	req, err := http.NewRequest(r.method, h.baseURL()+r.path, body)
 	if err != nil {
@@ -173,6 +180,8 @@ func TestHubGuardsTheMCPEndpoints(t *testing.T) {
 		{"POST /mcp with the listener's own Origin is served", hubRequest{method: "POST", path: "/mcp", token: "secret-token", origin: "http://" + hostPort("localhost")}, 200},
 		{"POST /mcp with a token but another scheme is refused with 401", hubRequest{method: "POST", path: "/mcp", auth: "Basic secret-token"}, 401},
 		{"POST /mcp with a body over 4 MiB is refused with 413", hubRequest{method: "POST", path: "/mcp", token: "secret-token", body: oversized}, 413},
+		{"POST /mcp with a chunked body over 4 MiB is refused with 413", hubRequest{method: "POST", path: "/mcp", token: "secret-token", body: oversized, chunked: true}, 413},
+		{"POST /mcp with a chunked body initializes a session", hubRequest{method: "POST", path: "/mcp", token: "secret-token", chunked: true}, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,6 +251,12 @@ func TestHubAppliesARotatedTokenAtOnce(t *testing.T) {
 // ("streamable" or "sse").
 func (h *hubHarness) connect(t *testing.T, kind string) *mcp.ClientSession {
 	t.Helper()
+	return h.connectWith(t, kind, nil)
+}
+
+// connectWith is connect with client options (handlers for notifications).
+func (h *hubHarness) connectWith(t *testing.T, kind string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	hc := &http.Client{Transport: toolsettest.Bearer{Token: *h.token.Load(), Base: &http.Transport{ResponseHeaderTimeout: wait}}}
 	var tr mcp.Transport
 	switch kind {
@@ -252,7 +267,7 @@ func (h *hubHarness) connect(t *testing.T, kind string) *mcp.ClientSession {
 	}
 	// The SSE transport keeps Connect's context for its stream, so it must
 	// outlive the session; the transports' own timeouts bound the wait.
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v0"}, nil).Connect(context.Background(), tr, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v0"}, opts).Connect(context.Background(), tr, nil)
 	if err != nil {
 		t.Fatalf("connect over %s: %v", kind, err)
 	}
@@ -485,4 +500,329 @@ func TestHubTracksOnlyRequestsClientsWaitOn(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rawConn is a bare connection to the hub, for what net/http's client will
+// not send: a declared body that never comes, a body that stalls.
+type rawConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+// dial opens a rawConn to the hub, closed when the test ends.
+func (h *hubHarness) dial(t *testing.T) *rawConn {
+	t.Helper()
+	c, err := net.DialTimeout(h.hub.Addr().Network(), h.hub.Addr().String(), wait)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{Conn: c, br: bufio.NewReader(c)}
+}
+
+// head is an HTTP/1.1 request head for target on the hub with the given
+// header lines; a "Host: …" line replaces the hub's own address.
+func (h *hubHarness) head(method, target string, lines ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\n", method, target)
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Host:") }) {
+		fmt.Fprintf(&b, "Host: %s\r\n", h.hub.Addr())
+	}
+	for _, l := range lines {
+		b.WriteString(l + "\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.String()
+}
+
+func (c *rawConn) send(t *testing.T, s string) {
+	t.Helper()
+	c.SetWriteDeadline(time.Now().Add(wait))
+	if _, err := io.WriteString(c, s); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+// response reads one whole response, failing the test if none arrives
+// within d.
+func (c *rawConn) response(t *testing.T, d time.Duration) (*http.Response, string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(d))
+	res, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		t.Fatalf("no response within %v: %v", d, err)
+	}
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read response body: %v", err)
+	}
+	return res, string(body)
+}
+
+// waitClosed fails the test unless the server closes the connection within
+// wait and sends nothing more before that.
+func (c *rawConn) waitClosed(t *testing.T) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(wait))
+	n, err := c.br.Read(make([]byte, 1))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		t.Fatalf("connection still open %v later, want it closed by the server", wait)
+	case err == nil:
+		t.Fatalf("read %d more bytes, want the connection closed", n)
+	}
+}
+
+// notAnswered fails the test if anything arrives on c within quiet.
+func (c *rawConn) notAnswered(t *testing.T, why string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(quiet))
+	if _, err := c.br.Peek(1); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("%s: read error %v, want nothing for %v", why, err, quiet)
+	}
+}
+
+// A refused request is answered at once, however much body it announces,
+// and its connection is closed: a client that declares a body and never
+// sends it must not hold a connection (and its file descriptor). The hub runs
+// with the default BodyTimeout (30 s), far beyond wait, so an answer within
+// wait did not come from the body deadline.
+func TestHubRefusesWithoutWaitingForTheBody(t *testing.T) {
+	t.Parallel()
+	h := startHub(t, "secret-token")
+	tests := []struct {
+		name       string
+		head       string
+		wantStatus int
+	}{
+		{"POST /mcp without a token and with a body that never comes gets 401 at once",
+			h.head("POST", "/mcp", "Content-Length: 100"), 401},
+		{"POST /mcp with a wrong token and with a body that never comes gets 401 at once",
+			h.head("POST", "/mcp", "Content-Length: 100", "Authorization: Bearer wrong-token"), 401},
+		{"POST /sse without a token and with a body that never comes gets 401 at once",
+			h.head("POST", "/sse?sessionid=ABC", "Content-Length: 100"), 401},
+		{"POST /sse with a wrong token and with a body that never comes gets 401 at once",
+			h.head("POST", "/sse?sessionid=ABC", "Content-Length: 100", "Authorization: Bearer wrong-token"), 401},
+		{"GET /sse without a token gets 401 and the connection closed",
+			h.head("GET", "/sse"), 401},
+		{"POST /mcp with a foreign Host and with a body that never comes gets 403 at once",
+			h.head("POST", "/mcp", "Host: evil.example", "Content-Length: 100", "Authorization: Bearer secret-token"), 403},
+		{"POST /mcp with a chunked body that never comes gets 401 at once",
+			h.head("POST", "/mcp", "Transfer-Encoding: chunked"), 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := h.dial(t)
+			c.send(t, tt.head)
+			res, body := c.response(t, wait)
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %q", res.StatusCode, tt.wantStatus, body)
+			}
+			if !res.Close { // ReadResponse moves Connection: close here
+				t.Errorf("the response does not say Connection: close; header %v", res.Header)
+			}
+			if got, want := res.Header.Get("WWW-Authenticate"), `Bearer realm="wraptool"`; tt.wantStatus == 401 && got != want {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, want)
+			}
+			c.waitClosed(t)
+		})
+	}
+}
+
+// Checks run in the order DNS-rebinding 403, 401, 413, and none of them
+// waits for a body that never comes.
+func TestHubChecksHostThenTokenThenBodySize(t *testing.T) {
+	t.Parallel()
+	h := startHub(t, "secret-token")
+	huge := fmt.Sprintf("Content-Length: %d", MaxBodyBytes+1)
+	tests := []struct {
+		name       string
+		head       string
+		wantStatus int
+	}{
+		{"a foreign Host, no token and a huge body get 403",
+			h.head("POST", "/mcp", "Host: evil.example", huge), 403},
+		{"a foreign Host, the token and a huge body get 403",
+			h.head("POST", "/mcp", "Host: evil.example", huge, "Authorization: Bearer secret-token"), 403},
+		{"the own Host, no token and a huge body get 401",
+			h.head("POST", "/mcp", huge), 401},
+		{"the own Host, the token and a huge body get 413",
+			h.head("POST", "/mcp", huge, "Authorization: Bearer secret-token"), 413},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := h.dial(t)
+			c.send(t, tt.head)
+			res, body := c.response(t, wait)
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %q", res.StatusCode, tt.wantStatus, body)
+			}
+			if !res.Close { // ReadResponse moves Connection: close here
+				t.Errorf("the response does not say Connection: close; header %v", res.Header)
+			}
+			c.waitClosed(t)
+		})
+	}
+}
+
+// An authenticated request whose body stalls is dropped after BodyTimeout.
+func TestHubDropsARequestWhoseBodyStalls(t *testing.T) {
+	t.Parallel()
+	const bodyTimeout = 300 * time.Millisecond
+	h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", BodyTimeout: bodyTimeout}, "secret-token")
+	h.stop = start(t, h.hub)
+	c := h.dial(t)
+	sent := time.Now()
+	c.send(t, h.head("POST", "/mcp", "Authorization: Bearer secret-token", "Content-Type: application/json",
+		"Accept: application/json, text/event-stream", "Content-Length: 100")+initializeBody[:10])
+	res, body := c.response(t, wait)
+	if elapsed := time.Since(sent); elapsed < bodyTimeout {
+		t.Errorf("answered after %v, want no sooner than BodyTimeout %v", elapsed, bodyTimeout)
+	}
+	if res.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("status = %d, want %d; body %q", res.StatusCode, http.StatusRequestTimeout, body)
+	}
+	if !res.Close {
+		t.Errorf("the response does not say Connection: close; header %v", res.Header)
+	}
+	c.waitClosed(t)
+}
+
+// A keep-alive connection left idle after a complete request is closed
+// after IdleTimeout.
+func TestHubClosesIdleKeepAliveConnections(t *testing.T) {
+	t.Parallel()
+	const idleTimeout = 300 * time.Millisecond
+	h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", IdleTimeout: idleTimeout}, "secret-token")
+	h.stop = start(t, h.hub)
+	c := h.dial(t)
+	// The server starts the idle clock once it has answered, so after sent.
+	sent := time.Now()
+	c.send(t, h.head("POST", "/mcp", "Authorization: Bearer secret-token", "Content-Type: application/json",
+		"Accept: application/json, text/event-stream", fmt.Sprintf("Content-Length: %d", len(initializeBody)))+initializeBody)
+	res, body := c.response(t, wait)
+	if res.StatusCode != 200 || res.Close {
+		t.Fatalf("initialize: status %d, Close %v; want 200 on a connection kept alive; body %q", res.StatusCode, res.Close, body)
+	}
+	c.waitClosed(t)
+	if elapsed := time.Since(sent); elapsed < idleTimeout {
+		t.Errorf("closed %v after the request, want no sooner than IdleTimeout %v", elapsed, idleTimeout)
+	}
+}
+
+// Beyond MaxConns a new connection waits in the listen queue: the TCP
+// connect succeeds, but nothing answers until an open connection closes.
+func TestHubLimitsOpenConnections(t *testing.T) {
+	t.Parallel()
+	h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", MaxConns: 2}, "")
+	h.stop = start(t, h.hub)
+	healthz := h.head("GET", "/healthz")
+	var open []*rawConn
+	for range 2 {
+		c := h.dial(t)
+		c.send(t, healthz)
+		if res, body := c.response(t, wait); res.StatusCode != 200 || body != "ok" {
+			t.Fatalf("healthz on connection %d: status %d body %q, want 200 ok", len(open)+1, res.StatusCode, body)
+		}
+		open = append(open, c)
+	}
+	third := h.dial(t)
+	third.send(t, healthz)
+	third.notAnswered(t, "a third connection while two are open")
+	open[0].Close()
+	if res, body := third.response(t, wait); res.StatusCode != 200 || body != "ok" {
+		t.Errorf("healthz on the third connection once one closed: status %d body %q, want 200 ok", res.StatusCode, body)
+	}
+}
+
+// The body deadline applies only while a body is read: streams and long
+// calls outlive BodyTimeout.
+func TestHubKeepsStreamsOpenPastTheBodyTimeout(t *testing.T) {
+	t.Parallel()
+	const bodyTimeout = 200 * time.Millisecond
+	for _, kind := range []string{"sse", "streamable"} {
+		t.Run("a "+kind+" session still gets list_changed after twice BodyTimeout", func(t *testing.T) {
+			t.Parallel()
+			h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", BodyTimeout: bodyTimeout}, "secret-token")
+			h.stop = start(t, h.hub)
+			changed := make(chan struct{}, 1)
+			cs := h.connectWith(t, kind, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				},
+			})
+			if _, err := cs.ListTools(t.Context(), nil); err != nil {
+				t.Fatalf("ListTools: %v", err)
+			}
+			// Time must pass here and nothing signals it: a deadline wrongly
+			// left on the stream would cut it within this span.
+			time.Sleep(2 * bodyTimeout)
+			h.server.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
+			receive(t, changed, "tools/list_changed notification")
+		})
+	}
+	t.Run("a tool call running past twice BodyTimeout gets its result", func(t *testing.T) {
+		t.Parallel()
+		h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", BodyTimeout: bodyTimeout}, "secret-token")
+		h.stop = start(t, h.hub)
+		cs := h.connect(t, "streamable")
+		called := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+			called <- err
+		}()
+		receive(t, h.started, "start of the slow call")
+		time.Sleep(2 * bodyTimeout) // as above: only time can pass here
+		h.hub.abortCalls()          // ends the slow tool, which then answers
+		if err := receive(t, called, "end of the slow call"); err != nil {
+			t.Errorf("CallTool: %v, want its result", err)
+		}
+	})
+}
+
+// A connection closed twice gives its slot back once, so the limit holds.
+func TestHubConnLimitReleasesEachSlotOnce(t *testing.T) {
+	t.Parallel()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := limitConns(inner, 1)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 3)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for range 3 {
+		c, err := net.DialTimeout("tcp", inner.Addr().String(), wait)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer c.Close()
+	}
+	first := receive(t, accepted, "first accepted connection")
+	first.Close()
+	first.Close()
+	second := receive(t, accepted, "second accepted connection")
+	select {
+	case <-accepted:
+		t.Fatal("a third connection was accepted while the second is open: closing one twice freed two slots")
+	case <-time.After(quiet):
+	}
+	second.Close()
+	receive(t, accepted, "third accepted connection")
 }

@@ -69,6 +69,9 @@ func (l *Loader) load(req messages.ReloadRequest) (messages.ConfigLoaded, bool) 
 	if !req.Forced && m.Hash == l.running {
 		return messages.ConfigLoaded{}, false
 	}
+	for _, w := range m.Config.Warnings(nil) {
+		l.log.Warn("config warning", "where", w.String())
+	}
 	m.Cause = req.Cause
 	return m, true
 }

@@ -54,7 +54,14 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case m := <-h.in:
-			snap := NewSnapshot(m, h.cur.Load().ConfigPath, h.getenv)
+			prev := h.cur.Load()
+			snap := NewSnapshot(m, prev.ConfigPath, h.getenv)
+			// The server-wide limits outlive snapshots; a reload only
+			// changes how many calls may run at once.
+			snap.Slots, snap.Reaper = prev.Slots, prev.Reaper
+			if snap.Slots != nil {
+				snap.Slots.SetLimit(snap.Config.MCP.MaxConcurrentCalls)
+			}
 			if now := listenersOf(snap); now != h.listening {
 				h.log.Warn("listener settings changed; they take effect after a restart",
 					"mcp.transport", now.transport, "mcp.listen", now.listen, "admin.listen", now.admin,

@@ -20,7 +20,11 @@ type RequestLog struct {
 	log       *slog.Logger
 	done      chan struct{}
 
-	warned map[string]bool // skipped lines already reported
+	// file is the log at the current path: it remembers what it has read,
+	// so a submit reads only what was appended since (and reports each
+	// skipped line once).
+	file     *requests.Log
+	filePath string
 }
 
 // NewRequestLog serves the requests sent on in (Submit sends them) and
@@ -32,7 +36,7 @@ type RequestLog struct {
 func NewRequestLog(in chan messages.AppendRequest, path func() string, now func() time.Time,
 	stayUntil <-chan struct{}, log *slog.Logger) *RequestLog {
 	return &RequestLog{in: in, path: path, now: now, stayUntil: stayUntil,
-		log: log.With("component", "requestlog"), done: make(chan struct{}), warned: map[string]bool{}}
+		log: log.With("component", "requestlog"), done: make(chan struct{})}
 }
 
 // Run appends requests until ctx is done (and stayUntil is closed).
@@ -48,12 +52,12 @@ func (w *RequestLog) Run(ctx context.Context) error {
 			stop, w.stayUntil = w.stayUntil, nil
 		case m := <-w.in:
 			path := w.path()
-			s, err := requests.Submit(path, m.Request, w.now())
+			if w.file == nil || w.filePath != path {
+				w.file, w.filePath = requests.Open(path), path
+			}
+			s, err := w.file.Submit(m.Request, w.now())
 			for _, warn := range s.Warnings {
-				if key := path + "\x00" + warn.String(); !w.warned[key] {
-					w.warned[key] = true
-					w.log.Warn("request log: skipped a line", "file", path, "line", warn.Line, "problem", warn.Err)
-				}
+				w.log.Warn("request log: skipped a line", "file", path, "line", warn.Line, "problem", warn.Err)
 			}
 			// Reply is buffered (size 1) by contract: this never blocks.
 			m.Reply <- messages.AppendResult{Submitted: s, Err: err}

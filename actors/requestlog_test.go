@@ -248,8 +248,13 @@ func TestRequestLogWarnsAboutABadLineOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Submit %d: %v", i+1, err)
 		}
-		if len(s.Warnings) != 1 || s.Warnings[0].Line != 1 {
+		// The writer keeps what it has read, so only the first submit
+		// reads (and reports) the bad line.
+		if i == 0 && (len(s.Warnings) != 1 || s.Warnings[0].Line != 1) {
 			t.Errorf("Submit %d warnings = %+v, want one for line 1", i+1, s.Warnings)
+		}
+		if i > 0 && len(s.Warnings) != 0 {
+			t.Errorf("Submit %d warnings = %+v, want none: line 1 was reported", i+1, s.Warnings)
 		}
 	}
 	warns := sink.lines("request log: skipped a line")

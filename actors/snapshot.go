@@ -3,10 +3,7 @@ package actors
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/wraptool/wraptool/messages"
@@ -29,7 +26,12 @@ type Snapshot struct {
 
 // NewSnapshot builds the snapshot for a load. getenv reads the server's
 // environment, for the children's PATH and HOME.
+//
+// The snapshot's State carries no Slots and no Reaper: those live as long as
+// the server, and whoever publishes the snapshot sets them (see
+// PolicyHolder).
 func NewSnapshot(m messages.ConfigLoaded, configPath string, getenv func(string) string) *Snapshot {
+	protected := append([]string{absPath(configPath)}, m.Config.OwnFiles()...)
 	rt := make(map[string]toolset.Runtime, len(m.Config.Tools))
 	for name, t := range m.Config.Tools {
 		rt[name] = toolset.Runtime{
@@ -37,6 +39,8 @@ func NewSnapshot(m messages.ConfigLoaded, configPath string, getenv func(string)
 			Env:        toolset.Environ(t.Binary, getenv, t.FileEnv, t.Env),
 			Timeout:    t.Timeout,
 			Roots:      m.Config.MCP.AllowedCwdRoots,
+			Protected:  protected,
+			Home:       getenv("HOME"),
 		}
 	}
 	return &Snapshot{
@@ -68,13 +72,9 @@ func LoadConfig(path string, opts *config.Options) (messages.ConfigLoaded, error
 // ReadConfig reads and parses the config, returning the bytes it parsed
 // (their hash identifies the load).
 func ReadConfig(path string, opts *config.Options) ([]byte, *config.Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, nil, fmt.Errorf("%s: cannot read config: %w", path, err)
+		return nil, nil, err
 	}
 	c, err := config.Parse(path, data, opts)
 	return data, c, err

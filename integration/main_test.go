@@ -15,8 +15,9 @@ import (
 )
 
 // wraptoolBin is the binary TestMain builds, used by every test; fakecli is
-// the fixture CLI the served configs wrap (toolset/testdata/fakecli).
-var wraptoolBin, fakecli string
+// the fixture CLI the served configs wrap (toolset/testdata/fakecli);
+// fakepsql behaves like psql's -h HOST (testdata/fakepsql).
+var wraptoolBin, fakecli, fakepsql string
 
 const (
 	buildTimeout = 5 * time.Minute
@@ -48,6 +49,12 @@ func testMain(m *testing.M) int {
 	}
 	if fakecli, err = toolsettest.BuildFakeCLI(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
+	fakepsql = filepath.Join(dir, "fakepsql")
+	build = exec.CommandContext(ctx, "go", "build", "-o", fakepsql, "./testdata/fakepsql")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: build fakepsql: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()

@@ -31,7 +31,7 @@ func benchTools() []Tool {
 			}
 			t.Allow = append(t.Allow, &AllowRule{
 				Subcommand: []string{"group" + strconv.Itoa(ri/5), "cmd" + strconv.Itoa(ri)},
-				Flags:      seeded(flags...),
+				Flags:      own(flags...),
 				DenyFlags:  []string{"--quiet"},
 				FlagConstraints: map[string]*Constraint{
 					"--format":  {Pattern: "json|yaml|table|text"},

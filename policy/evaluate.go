@@ -67,9 +67,13 @@ func (d Decision) Refuse(kind Kind, reason string) Decision {
 }
 
 // Evaluate decides one call against the policy. When several checks fail the
-// first in this order is reported: deny rule, a flag not allowed or denied, a
-// flag's value, a required flag, the number of positional arguments, a
-// positional argument, cwd. It is pure and safe for concurrent use.
+// first in this order is reported (CONTRACT §4): deny rule, a flag not
+// allowed or denied, a help flag not alone, a flag's value, a required flag,
+// the number of positional arguments, a positional argument beginning with
+// '-' or holding NUL, a positional argument's pattern, cwd. The values of
+// unproven short flags (see Flag.Unproven) count as positional arguments,
+// first and in argv order, for the positional checks and for deny matching.
+// It is pure and safe for concurrent use.
 func (p *Policy) Evaluate(c Call) Decision {
 	d := Decision{tool: c.Tool}
 	t := p.tools[c.Tool]
@@ -77,14 +81,22 @@ func (p *Policy) Evaluate(c Call) Decision {
 		return d.refused(c, nil, KindUnknownTool, "tool "+Quote(c.Tool)+" is not configured")
 	}
 	args, argsOK := positional(c.Params[ArgsProperty])
-	if deny, ok := t.denyRule(c.Subcommand, args); ok {
+	r := t.rule(c.Subcommand)
+	// Deny rules see the command as it would run: the subcommand, then the
+	// unproven short values a tool may read as positionals, then args.
+	tokens := args
+	if r != nil {
+		if short := r.unprovenValues(c.Params); len(short) > 0 {
+			tokens = append(short, args...)
+		}
+	}
+	if deny, ok := t.denyRule(c.Subcommand, tokens); ok {
 		reason := "subcommand '" + strings.Join(deny, " ") + "' is denied for '" + t.name + "'"
 		if len(deny) == 0 {
 			reason = "every command is denied for '" + t.name + "'"
 		}
 		return d.refused(c, nil, KindDenyRule, reason)
 	}
-	r := t.rule(c.Subcommand)
 	if r == nil {
 		return d.refused(c, nil, KindNoRule, Quote(strings.Join(append([]string{t.name}, c.Subcommand...), " "))+" is not in the allowlist")
 	}
@@ -108,10 +120,20 @@ func (p *Policy) Evaluate(c Call) Decision {
 		return d.refused(c, r, bad.kind, bad.reason(r))
 	}
 
+	help := r.helpCall(c.Params)
+	if help != nil && !r.alone(help, c.Params) {
+		return d.refused(c, r, KindHelpAlone, "help flag '"+help.Flag+"' runs alone; pass no other flags or arguments")
+	}
+
 	argv := make([]string, 0, 1+len(r.sub)+2*len(c.Params)+len(args))
 	argv = append(argv, t.binary)
 	argv = append(argv, r.sub...)
-	var paths []PathArg
+	var (
+		paths []PathArg
+		// positionals are the tokens held to the positional rules, in
+		// argv order: unproven short values, then args.
+		positionals []string
+	)
 	for i := range r.flags {
 		f := &r.flags[i]
 		v, ok := c.Params[f.Property]
@@ -124,48 +146,61 @@ func (p *Policy) Evaluate(c Call) Decision {
 		}
 		switch {
 		case !present:
+			continue
 		case f.Type == TypeBoolean:
 			argv = append(argv, f.Flag)
+			continue
 		case IsShortFlag(f.Flag):
 			argv = append(argv, f.Flag, val)
 		default:
 			argv = append(argv, f.Flag+"="+val)
 		}
-		if present && f.Type == TypeString {
+		switch {
+		case f.Unproven:
+			positionals = append(positionals, val)
+		case f.Type == TypeString:
 			paths = append(paths, PathArg{Subject: "value of '" + f.Flag + "'", Value: val})
 		}
 	}
-	for i := range r.flags {
-		f := &r.flags[i]
-		if !f.Required {
-			continue
-		}
-		if _, present, _ := f.value(c.Params[f.Property]); !present {
-			return d.refused(c, r, KindRequired, "flag '"+f.Flag+"' is required for '"+r.command+"'")
+	if help == nil {
+		for i := range r.flags {
+			f := &r.flags[i]
+			if !f.Required {
+				continue
+			}
+			if _, present, _ := f.value(c.Params[f.Property]); !present {
+				return d.refused(c, r, KindRequired, "flag '"+f.Flag+"' is required for '"+r.command+"'")
+			}
 		}
 	}
 
 	if !argsOK {
 		return d.refused(c, r, KindArgCount, "value of 'args' must be an array of strings")
 	}
-	if r.positionalMax >= 0 && len(args) > r.positionalMax {
+	positionals = append(positionals, args...)
+	if n := len(positionals); r.positionalMax >= 0 && n > r.positionalMax {
 		noun := "arguments are"
 		if r.positionalMax == 1 {
 			noun = "argument is"
 		}
 		return d.refused(c, r, KindArgCount, "at most "+strconv.Itoa(r.positionalMax)+" positional "+noun+
-			" allowed for '"+r.command+"' (got "+strconv.Itoa(len(args))+")")
+			" allowed for '"+r.command+"' (got "+strconv.Itoa(n)+")")
 	}
-	for i, a := range args {
+	for _, a := range positionals {
 		switch {
 		case strings.HasPrefix(a, "-"):
 			return d.refused(c, r, KindArg, "positional argument "+Quote(a)+" looks like a flag; pass flags as named parameters")
 		case strings.IndexByte(a, 0) >= 0:
-			return d.refused(c, r, KindArg, "positional argument "+strconv.Itoa(i+1)+" contains a NUL byte")
+			return d.refused(c, r, KindArg, "positional argument "+Quote(a)+" contains a NUL byte")
+		}
+	}
+	for i, a := range positionals {
+		if pat := r.argPattern(i); pat != nil && !pat.re.MatchString(a) {
+			return d.refused(c, r, KindArgPattern, "positional argument "+Quote(a)+" does not match pattern "+Quote(pat.src))
 		}
 	}
 	argv = append(argv, args...)
-	for _, a := range args {
+	for _, a := range positionals {
 		paths = append(paths, PathArg{Subject: "positional argument " + Quote(a), Value: a})
 	}
 
@@ -182,6 +217,70 @@ func (p *Policy) Evaluate(c Call) Decision {
 	d.Argv = argv
 	d.Paths = paths
 	return d
+}
+
+// argPattern is the pattern the i-th positional must match, or nil.
+func (r *Rule) argPattern(i int) *argPattern {
+	if len(r.argPatterns) == 0 {
+		return nil
+	}
+	return &r.argPatterns[min(i, len(r.argPatterns)-1)]
+}
+
+// unprovenValues are the values of the unproven short flags the call gives,
+// in argv order, as they would reach argv; values of the wrong type are left
+// out (they are refused later, but are no token deny rules could see).
+func (r *Rule) unprovenValues(params map[string]any) []string {
+	var out []string
+	for i := range r.flags {
+		f := &r.flags[i]
+		if !f.Unproven {
+			continue
+		}
+		if v := params[f.Property]; v != nil {
+			if s, ok := stringValue(v); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// given reports whether a parameter value asks for its flag: null and false
+// (or "false") count as absent.
+func given(v any) bool {
+	return v != nil && v != false && v != "false"
+}
+
+// helpCall returns the first seeded help flag, in schema order, that the
+// call gives; nil when it gives none.
+func (r *Rule) helpCall(params map[string]any) *Flag {
+	for i := range r.flags {
+		if f := &r.flags[i]; f.Help && given(params[f.Property]) {
+			return f
+		}
+	}
+	return nil
+}
+
+// alone reports whether help is the only flag given and no positional
+// argument is: the call is then "binary subcommand… <help flag>". Only cwd
+// may come with it.
+func (r *Rule) alone(help *Flag, params map[string]any) bool {
+	for i := range r.flags {
+		if f := &r.flags[i]; f != help && given(params[f.Property]) {
+			return false
+		}
+	}
+	switch a := params[ArgsProperty].(type) {
+	case nil:
+		return true
+	case []any:
+		return len(a) == 0
+	case []string:
+		return len(a) == 0
+	}
+	return false
 }
 
 // refused builds a refusal; r is the matched rule when the reason warrants
@@ -261,12 +360,14 @@ func (f *Flag) value(v any) (val string, present bool, reason string) {
 		val = s
 	}
 	switch {
+	case f.Unproven:
+		// Held to the positional rules instead (see Flag.Unproven).
 	case strings.IndexByte(val, 0) >= 0:
 		return "", false, "value of '" + f.Flag + "' contains a NUL byte"
 	case IsShortFlag(f.Flag) && strings.HasPrefix(val, "-"):
 		return "", false, "value of '" + f.Flag + "' must not begin with '-'"
 	case f.re != nil && !f.re.MatchString(val):
-		return "", false, "value of '" + f.Flag + "' does not match pattern '" + f.Pattern + "'"
+		return "", false, "value of '" + f.Flag + "' does not match pattern " + Quote(f.Pattern)
 	}
 	return val, true, ""
 }

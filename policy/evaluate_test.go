@@ -11,10 +11,20 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// seeded mimics config.SeedHelpFlags: the help flags follow the operator's
-// own flags in every rule that does not deny them.
-func seeded(flags ...string) []string {
-	return append(flags, ShortHelpFlag, LongHelpFlag)
+// own lists a rule's flags as the operator writes them; newPolicy seeds the
+// help flags as config loading does.
+func own(flags ...string) []string {
+	return append([]string{}, flags...)
+}
+
+// seedAll seeds the help flags into every rule, as config loading does.
+func seedAll(tools []Tool) []Tool {
+	for _, t := range tools {
+		for _, a := range t.Allow {
+			SeedHelpFlags(a)
+		}
+	}
+	return tools
 }
 
 // fixtureTools is the policy most tests run against: a git and a gcloud with
@@ -27,18 +37,18 @@ func fixtureTools() []Tool {
 			Allow: []*AllowRule{
 				{
 					Subcommand:      []string{"push"},
-					Flags:           seeded("--set-upstream"),
+					Flags:           own("--set-upstream"),
 					FlagConstraints: map[string]*Constraint{"--set-upstream": {Type: "boolean"}},
 				},
-				{Subcommand: []string{"pull"}, Flags: seeded()},
+				{Subcommand: []string{"pull"}, Flags: own()},
 				{
 					Subcommand:      []string{"commit"},
-					Flags:           seeded("-m", "--amend", "--author"),
-					FlagConstraints: map[string]*Constraint{"--amend": {Type: "boolean"}},
+					Flags:           own("-m", "--amend", "--author"),
+					FlagConstraints: map[string]*Constraint{"--amend": {Type: "boolean"}, "-m": {Type: "string"}},
 				},
 				{
 					Subcommand: []string{"log"},
-					Flags:      seeded("--max-count", "--format", "--oneline", "-n"),
+					Flags:      own("--max-count", "--format", "--oneline", "-n"),
 					FlagConstraints: map[string]*Constraint{
 						"--max-count": {Min: ptr[int64](1), Max: ptr[int64](50)},
 						"--oneline":   {Type: "boolean"},
@@ -46,16 +56,16 @@ func fixtureTools() []Tool {
 					},
 					ArgConstraints: ArgConstraints{PositionalMax: ptr(2)},
 				},
-				{Subcommand: []string{"show"}, Flags: seeded(), ArgConstraints: ArgConstraints{PositionalMax: ptr(1)}},
+				{Subcommand: []string{"show"}, Flags: own(), ArgConstraints: ArgConstraints{PositionalMax: ptr(1)}},
 				{
 					Subcommand:      []string{"status"},
-					Flags:           seeded("--short"),
+					Flags:           own("--short"),
 					FlagConstraints: map[string]*Constraint{"--short": {Type: "boolean"}},
 					ArgConstraints:  ArgConstraints{PositionalMax: ptr(0)},
 				},
 				{
 					Subcommand: []string{"clone"},
-					Flags:      seeded("--depth", "--branch"),
+					Flags:      own("--depth", "--branch"),
 					FlagConstraints: map[string]*Constraint{
 						"--depth":  {Min: ptr[int64](1), Max: ptr[int64](50)},
 						"--branch": {Pattern: "^[a-z]+$"},
@@ -64,7 +74,7 @@ func fixtureTools() []Tool {
 				{
 					// --help is denied, so seeding added only -h.
 					Subcommand: []string{"fetch"},
-					Flags:      []string{"--all", "--force", ShortHelpFlag},
+					Flags:      []string{"--all", "--force"},
 					DenyFlags:  []string{"--force", "--help"},
 					FlagConstraints: map[string]*Constraint{
 						"--all":   {Type: "boolean"},
@@ -73,11 +83,11 @@ func fixtureTools() []Tool {
 				},
 				{
 					Subcommand:      []string{"tag"},
-					Flags:           seeded("--annotate"),
+					Flags:           own("--annotate"),
 					FlagConstraints: map[string]*Constraint{"--annotate": {Type: "boolean", Required: true}},
 				},
-				{Subcommand: []string{"remote"}, Flags: seeded("--verbose")},
-				{Subcommand: []string{"config", "get"}, Flags: seeded()},
+				{Subcommand: []string{"remote"}, Flags: own("--verbose")},
+				{Subcommand: []string{"config", "get"}, Flags: own()},
 			},
 			Deny: []*DenyRule{
 				{Subcommand: []string{"config"}},
@@ -88,10 +98,10 @@ func fixtureTools() []Tool {
 			Name:   "gcloud",
 			Binary: "/opt/google/bin/gcloud",
 			Allow: []*AllowRule{
-				{Subcommand: []string{}, Flags: seeded("--verbosity")},
+				{Subcommand: []string{}, Flags: own("--verbosity")},
 				{
 					Subcommand: []string{"compute", "instances", "list"},
-					Flags:      seeded("--format", "--filter", "--project", "--quiet", "--limit"),
+					Flags:      own("--format", "--filter", "--project", "--quiet", "--limit"),
 					DenyFlags:  []string{"--quiet"},
 					FlagConstraints: map[string]*Constraint{
 						"--filter":  {Pattern: "[a-z]+"},
@@ -100,7 +110,7 @@ func fixtureTools() []Tool {
 					},
 					ArgConstraints: ArgConstraints{PositionalMax: ptr(2)},
 				},
-				{Subcommand: []string{"auth", "login"}, Flags: seeded()},
+				{Subcommand: []string{"auth", "login"}, Flags: own()},
 			},
 			Deny: []*DenyRule{{Subcommand: []string{"auth"}}},
 		},
@@ -109,7 +119,7 @@ func fixtureTools() []Tool {
 
 func newPolicy(tb testing.TB, tools []Tool, types FlagTypes) *Policy {
 	tb.Helper()
-	p, err := New(tools, types)
+	p, err := New(seedAll(tools), types)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
@@ -302,9 +312,20 @@ func TestEvaluateBuildsArgv(t *testing.T) {
 			wantArgv: []string{"/usr/bin/git", "push", "--help"},
 		},
 		{
-			name:     "help flags come after the operator's flags, as seeded",
-			call:     Call{Tool: "git", Subcommand: sub("push"), Params: map[string]any{"help": true, "h": true, "set-upstream": true}},
-			wantArgv: []string{"/usr/bin/git", "push", "--set-upstream", "-h", "--help"},
+			name:     "a help flag runs alone, with only cwd beside it",
+			call:     Call{Tool: "git", Subcommand: sub("push"), Params: map[string]any{"h": true, "cwd": "/srv"}},
+			wantArgv: []string{"/usr/bin/git", "push", "-h"},
+			wantCwd:  "/srv",
+		},
+		{
+			name:     "a help call may give other flags as false and an empty args",
+			call:     Call{Tool: "git", Subcommand: sub("push"), Params: map[string]any{"help": true, "set-upstream": false, "h": "false", "args": []any{}}},
+			wantArgv: []string{"/usr/bin/git", "push", "--help"},
+		},
+		{
+			name:     "a help call skips the required-flag check",
+			call:     Call{Tool: "gcloud", Subcommand: sub("compute", "instances", "list"), Params: map[string]any{"help": true}},
+			wantArgv: []string{"/opt/google/bin/gcloud", "compute", "instances", "list", "--help"},
 		},
 		{
 			name:     "-h stays allowed on a rule that denies --help",
@@ -485,7 +506,7 @@ func TestFlagTypeDecisionOrder(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rule := &AllowRule{Subcommand: []string{"run", "it"}, Flags: seeded(tc.flag)}
+			rule := &AllowRule{Subcommand: []string{"run", "it"}, Flags: own(tc.flag)}
 			if tc.constraint != nil {
 				rule.FlagConstraints = map[string]*Constraint{tc.flag: tc.constraint}
 			}
@@ -520,7 +541,7 @@ func TestFlagTypeDecisionOrder(t *testing.T) {
 func TestHelpFlagsStayBooleanWhenIntrospectionDisagrees(t *testing.T) {
 	t.Parallel()
 	types := fakeTypes{"db -h": TypeString, "db --help": TypeString}
-	p := newPolicy(t, []Tool{{Name: "db", Binary: "/usr/bin/db", Allow: []*AllowRule{{Flags: seeded()}}}}, types)
+	p := newPolicy(t, []Tool{{Name: "db", Binary: "/usr/bin/db", Allow: []*AllowRule{{Flags: own()}}}}, types)
 	r, _ := p.Rule("db")
 	for _, f := range r.Flags() {
 		if f.Type != TypeBoolean {
@@ -835,7 +856,7 @@ func TestEvaluateRefuses(t *testing.T) {
 			name:     "a positional argument with a NUL byte is refused",
 			call:     Call{Tool: "git", Subcommand: sub("log"), Params: map[string]any{"args": []any{"main", "a\x00"}}},
 			wantKind: KindArg,
-			wantText: "DENIED: 'git log main \"a\\x00\"' is not permitted.\n\nPolicy: positional argument 2 contains a NUL byte.\n\nTo request this capability, call the 'wraptool_request_capability' tool.",
+			wantText: "DENIED: 'git log main \"a\\x00\"' is not permitted.\n\nPolicy: positional argument \"a\\x00\" contains a NUL byte.\n\nTo request this capability, call the 'wraptool_request_capability' tool.",
 		},
 
 		// Deny rules, allow rules, tools.

@@ -48,43 +48,46 @@ type FlagTypes interface {
 	FlagType(tool string, subcommand []string, flag string) Type
 }
 
-// flagType decides a flag's type in the reference's order: an explicit type
+// TypeOf decides a flag's type in the reference's order: an explicit type
 // (min/max imply integer, a pattern implies a value), then introspection, then
-// the name heuristic. The help flags are booleans unless the operator types
-// them: introspection must not turn a seeded -h into a valued flag (on psql
-// -h is the host to connect to).
-func flagType(c *Constraint, types FlagTypes, tool string, sub []string, flag string) Type {
-	if c != nil && ParseType(c.Type) != TypeUnknown {
-		return ParseType(c.Type)
-	}
-	if IsHelpFlag(flag) {
-		return TypeBoolean
-	}
+// the name heuristic. proven is false when the type rests on the heuristic
+// alone: for a short flag that default ("takes a value") may be wrong, and a
+// tool that reads -X as a switch would read its "value" as a positional
+// argument, so Evaluate holds such a value to the positional rules.
+//
+// Compiling a rule and `config validate`'s warnings share it. A seeded help
+// flag is not decided here: it is always a boolean.
+func TypeOf(c *Constraint, types FlagTypes, tool string, sub []string, flag string) (t Type, proven bool) {
 	if c != nil {
+		if t := ParseType(c.Type); t != TypeUnknown {
+			return t, true
+		}
 		if c.Min != nil || c.Max != nil {
-			return TypeInteger
+			return TypeInteger, true
 		}
 		if c.Pattern != "" {
-			return TypeString
+			return TypeString, true
 		}
 	}
 	if types != nil {
 		if t := types.FlagType(tool, sub, flag); t != TypeUnknown {
-			return t
+			return t, true
 		}
 	}
 	if LooksBoolean(flag) {
-		return TypeBoolean
+		return TypeBoolean, false
 	}
-	return TypeString
+	return TypeString, false
 }
 
-// LooksBoolean is the name heuristic for valueless flags: the help flags,
-// --no-*, --enable-*, --disable-* and the well-known switches. Short -f is
-// deliberately not one: it names a file as often as it forces.
+// LooksBoolean is the name heuristic for valueless flags: --no-*,
+// --enable-*, --disable-*, the reference's well-known switches, and --help.
+// Short -f is deliberately not one: it names a file as often as it forces;
+// nor is -h, which is the host on psql, mysql and redis-cli (a seeded -h is
+// a boolean anyway, and runs alone).
 func LooksBoolean(flag string) bool {
 	switch flag {
-	case ShortHelpFlag, LongHelpFlag, "--yes", "-y", "--force", "--dry-run", "--quiet", "--verbose":
+	case LongHelpFlag, "--yes", "-y", "--force", "--dry-run", "--quiet", "--verbose":
 		return true
 	}
 	for _, p := range []string{"--no-", "--enable-", "--disable-"} {

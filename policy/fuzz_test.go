@@ -47,7 +47,7 @@ func fuzzSubcommand(s []string, choice byte) []string {
 // forms and schema order, then the call's positional arguments within the
 // rule's bounds; and that a refusal has the §4 shape.
 func FuzzEvaluate(f *testing.F) {
-	tools := fixtureTools()
+	tools := append(fixtureTools(), escapeTools()...)
 	p := newPolicy(f, tools, nil)
 	targets := fuzzTargets(tools)
 	index := func(tool string, s ...string) byte {
@@ -97,6 +97,15 @@ func FuzzEvaluate(f *testing.F) {
 		{index("git", "push"), `{"__proto__":{},"format --force":true,"-rf":null}`, 1},
 		{index("git", "push"), `{}`, 3},
 		{index("kubectl", "get"), `{"args":["pods"]}`, 0},
+		{index("psql"), `{"l":true,"h":true,"args":["evil.example"]}`, 0},
+		{index("psql"), `{"help":true,"cwd":"/tmp"}`, 0},
+		{index("pgdump"), `{"h":"db1","schema-only":true,"args":["shop"]}`, 0},
+		{index("vcs"), `{"P":"config","args":["alias.pwn","!id"]}`, 0},
+		{index("vcs"), `{"P":"status","C":"/srv"}`, 0},
+		{index("vcs", "log"), `{"n":"main","args":["dev"]}`, 0},
+		{index("vcs", "push"), `{"args":["origin","+HEAD:main"]}`, 0},
+		{index("vcs", "pull"), `{"args":["origin","main","dev"]}`, 0},
+		{index("vcs", "tag"), `{"args":["v1","it's"]}`, 0},
 	}
 	for _, s := range seeds {
 		f.Add(s.sel, s.params, s.choice)
@@ -174,7 +183,11 @@ func checkRefusalShape(t *testing.T, d Decision) {
 	}
 }
 
-// checkAllowed parses an allowed argv back against its rule.
+// checkAllowed parses an allowed argv back against its rule: it holds no
+// token outside the rule's subcommand, its allowed flags, their checked values
+// and the checked positionals, with the values of unproven short flags counted
+// as positionals (leading '-', NUL, count, patterns, deny rules); a seeded
+// help flag runs alone.
 func checkAllowed(t *testing.T, p *Policy, c Call, d Decision) {
 	t.Helper()
 	r := d.Rule
@@ -196,6 +209,7 @@ func checkAllowed(t *testing.T, p *Policy, c Call, d Decision) {
 
 	i, last := 1+len(r.sub), -1
 	seen := map[int]bool{}
+	var positionals []string // unproven short values, then args
 	for i < len(argv) && strings.HasPrefix(argv[i], "-") {
 		tok := argv[i]
 		j, val, n := matchFlag(r, argv, i)
@@ -209,22 +223,35 @@ func checkAllowed(t *testing.T, p *Policy, c Call, d Decision) {
 		if j <= last {
 			t.Fatalf("argv %q: %s is out of schema order or repeated", argv, fl.Flag)
 		}
+		if fl.Help && len(argv) != 2+len(r.sub) {
+			t.Fatalf("argv %q: help flag %s does not run alone", argv, fl.Flag)
+		}
 		last = j
 		seen[j] = true
-		if fl.Type != TypeBoolean {
+		switch {
+		case fl.Unproven:
+			positionals = append(positionals, val)
+		case fl.Type != TypeBoolean:
 			checkValue(t, argv, fl, val)
 		}
 		i += n
 	}
 
 	args := argv[i:]
-	for _, a := range args {
+	positionals = append(positionals, args...)
+	for k, a := range positionals {
 		if strings.HasPrefix(a, "-") || strings.IndexByte(a, 0) >= 0 {
-			t.Fatalf("argv %q: positional argument %q begins with '-' or holds a NUL", argv, a)
+			t.Fatalf("argv %q: positional %q begins with '-' or holds a NUL", argv, a)
+		}
+		if pat := r.argPattern(k); pat != nil && !pat.re.MatchString(a) {
+			t.Fatalf("argv %q: positional %d %q does not match %q", argv, k, a, pat.src)
 		}
 	}
-	if n, ok := r.PositionalMax(); ok && len(args) > n {
-		t.Fatalf("argv %q: %d positional arguments, positional_max %d", argv, len(args), n)
+	if n, ok := r.PositionalMax(); ok && len(positionals) > n {
+		t.Fatalf("argv %q: %d positionals, positional_max %d", argv, len(positionals), n)
+	}
+	if deny, ok := tl.denyRule(r.sub, positionals); ok {
+		t.Fatalf("argv %q: deny rule %q covers %q", argv, deny, positionals)
 	}
 	if want, _ := positional(c.Params[ArgsProperty]); !slices.Equal(args, want) {
 		t.Fatalf("argv %q: positional arguments %q, call gave %q", argv, args, want)
@@ -239,7 +266,7 @@ func checkAllowed(t *testing.T, p *Policy, c Call, d Decision) {
 		if seen[j] != want {
 			t.Fatalf("argv %q: flag %s present %v, but parameter is %#v", argv, fl.Flag, seen[j], v)
 		}
-		if fl.Required && !seen[j] {
+		if fl.Required && !seen[j] && !helpCall(r, seen) {
 			t.Fatalf("argv %q lacks required %s", argv, fl.Flag)
 		}
 	}
@@ -251,6 +278,16 @@ func checkAllowed(t *testing.T, p *Policy, c Call, d Decision) {
 	if cwd, _ := c.Params[CwdProperty].(string); d.Cwd != cwd {
 		t.Fatalf("cwd %q, call gave %q", d.Cwd, cwd)
 	}
+}
+
+// helpCall reports whether the flags seen include a seeded help flag.
+func helpCall(r *Rule, seen map[int]bool) bool {
+	for j := range seen {
+		if r.flags[j].Help {
+			return true
+		}
+	}
+	return false
 }
 
 // matchFlag finds the allowed flag at argv[i]: a boolean flag bare, a valued

@@ -42,8 +42,16 @@ type Rule struct {
 	byProp        map[string]int
 	denied        map[string]string // property → denied flag
 	positionalMax int               // -1: no limit
+	argPatterns   []argPattern      // the n-th applies to the n-th positional, the last to the rest
 	exposed       bool
 	allowedList   string // the "Allowed flags" line: "--set-upstream" or "(none)"
+}
+
+// argPattern is one compiled positional pattern, with its source as written
+// (denials show it that way).
+type argPattern struct {
+	src string
+	re  *regexp.Regexp
 }
 
 // Flag is one allowed flag of a rule, as the schema and argv see it.
@@ -60,6 +68,16 @@ type Flag struct {
 	Min, Max *int64
 	// Pattern is the constraint as written; empty means none.
 	Pattern string
+	// Help marks a seeded help flag: a boolean that runs alone, so it can
+	// never hand a value or an argument to a real option (on psql -h is
+	// the host).
+	Help bool
+	// Unproven marks a short flag whose value-taking rests on the default
+	// alone (no type, min, max or pattern; no introspection evidence). It
+	// is passed as "-X value", but the value is held to the rules of a
+	// positional argument: a tool that reads -X as a switch reads that
+	// value as a positional (git -P config … runs git config).
+	Unproven bool
 
 	re *regexp.Regexp
 }
@@ -119,6 +137,16 @@ func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
 	if n := a.ArgConstraints.PositionalMax; n != nil {
 		r.positionalMax = max(*n, 0)
 	}
+	if a.ArgConstraints.Pattern != "" && len(a.ArgConstraints.Patterns) > 0 {
+		return nil, fmt.Errorf("arg_constraints: pattern and patterns do not combine")
+	}
+	for _, src := range a.ArgConstraints.Expressions() {
+		re, err := regexp.Compile(AnchorPattern(src))
+		if err != nil {
+			return nil, fmt.Errorf("arg_constraints: %w", err)
+		}
+		r.argPatterns = append(r.argPatterns, argPattern{src, re})
+	}
 	r.exposed = !t.denies(a.Subcommand, nil)
 	for _, f := range a.DenyFlags {
 		r.denied[PropertyName(f)] = f
@@ -141,7 +169,18 @@ func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
 			return nil, fmt.Errorf("flag %s gives a property that is taken", f)
 		}
 		c := a.FlagConstraints[f]
-		fl := Flag{Flag: f, Property: prop, Type: flagType(c, types, t.name, a.Subcommand, f)}
+		fl := Flag{Flag: f, Property: prop}
+		if IsHelpFlag(f) && slices.Contains(a.Seeded, f) {
+			// Whatever a constraint or introspection says: a seeded
+			// help flag is a switch.
+			fl.Type, fl.Help = TypeBoolean, true
+			r.byProp[prop] = len(r.flags)
+			r.flags = append(r.flags, fl)
+			continue
+		}
+		var proven bool
+		fl.Type, proven = TypeOf(c, types, t.name, a.Subcommand, f)
+		fl.Unproven = !proven && fl.Type == TypeString && IsShortFlag(f)
 		if c != nil {
 			fl.Required, fl.Min, fl.Max, fl.Pattern = c.Required, c.Min, c.Max, c.Pattern
 			if c.Pattern != "" {
@@ -154,9 +193,7 @@ func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
 		}
 		r.byProp[prop] = len(r.flags)
 		r.flags = append(r.flags, fl)
-		if !IsHelpFlag(f) {
-			listed = append(listed, f)
-		}
+		listed = append(listed, f)
 	}
 	r.allowedList = "(none)"
 	if len(listed) > 0 {
@@ -194,6 +231,17 @@ func (r *Rule) Command() string { return r.command }
 // Flags returns the allowed flags in schema order, help flags included and
 // denied flags left out. The slice is shared: do not modify it.
 func (r *Rule) Flags() []Flag { return r.flags }
+
+// ArgPatterns returns the positional patterns as written: the n-th applies
+// to the n-th positional argument (an unproven short flag's value counts as
+// one), the last to the rest. Empty means none.
+func (r *Rule) ArgPatterns() []string {
+	out := make([]string, len(r.argPatterns))
+	for i, p := range r.argPatterns {
+		out[i] = p.src
+	}
+	return out
+}
 
 // PositionalMax is the most positional arguments allowed; ok is false when
 // there is no limit.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind classifies a refusal, for logs, the audit trail and tests; the text
@@ -17,19 +18,21 @@ const (
 	KindNoRule                         // no allow rule has this subcommand
 	KindFlagNotAllowed                 // a parameter is not an allowed flag
 	KindFlagDenied                     // a flag is in deny_flags or has deny: true
+	KindHelpAlone                      // a seeded help flag came with other flags or arguments
 	KindValue                          // a flag's value is of the wrong type or out of bounds
 	KindRequired                       // a required flag is missing
 	KindArgCount                       // too many positional arguments, or args is not a list of strings
 	KindArg                            // a positional argument looks like a flag or holds a NUL
+	KindArgPattern                     // a positional argument does not match its pattern
 	KindCwd                            // the working directory is refused
 	KindProtected                      // a value or argument names one of wraptool's own files
 )
 
 var kindNames = map[Kind]string{
 	KindUnknownTool: "unknown_tool", KindDenyRule: "deny_rule", KindNoRule: "no_rule",
-	KindFlagNotAllowed: "flag_not_allowed", KindFlagDenied: "flag_denied", KindValue: "value",
-	KindRequired: "required", KindArgCount: "arg_count", KindArg: "arg", KindCwd: "cwd",
-	KindProtected: "protected_path",
+	KindFlagNotAllowed: "flag_not_allowed", KindFlagDenied: "flag_denied", KindHelpAlone: "help_alone",
+	KindValue: "value", KindRequired: "required", KindArgCount: "arg_count", KindArg: "arg",
+	KindArgPattern: "arg_pattern", KindCwd: "cwd", KindProtected: "protected_path",
 }
 
 // String is a stable snake_case name for logs.
@@ -165,34 +168,53 @@ func quoteCommand(tokens []string) string {
 	return b.String()
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it. Control characters
-// are shown escaped instead, so a denial never carries raw NULs or newlines.
+// shellQuote quotes s for a POSIX shell when it needs it. A token holding a
+// character that could fake a line or hide text is shown Go-quoted instead
+// ("a\u2028b"), so a denial never carries raw controls, line separators or
+// bidirectional overrides.
 func shellQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	plain := true
+	if NeedsEscape(s) {
+		return strconv.Quote(s)
+	}
 	for _, c := range s {
 		switch {
-		case c < 0x20 || c == 0x7f:
-			return strconv.Quote(s)
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.ContainsRune("_@%+=:,./-", c):
 		default:
-			plain = false
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 		}
 	}
-	if plain {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return s
 }
 
-// Quote quotes a client-supplied token for a Policy: line ('-rf'). One
-// holding control characters is shown Go-escaped instead, so no input can
-// add lines to a denial.
+// Quote quotes a client-supplied token (or a pattern as the rule writes it)
+// for a Policy: line ('-rf'). One holding a character Go's strconv.Quote
+// escapes, or a "'" that would close the quote early, is shown Go-quoted
+// instead ("--it' x"), so no input can add, split or fake a line.
 func Quote(s string) string {
-	if strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+	if NeedsEscape(s) || strings.ContainsRune(s, '\'') {
 		return strconv.Quote(s)
 	}
 	return "'" + s + "'"
+}
+
+// NeedsEscape reports whether s holds anything strconv.Quote writes as an
+// escape other than a quote or backslash: invalid UTF-8, C0 and C1 controls,
+// DEL, U+2028 and U+2029, bidirectional and zero-width characters, tags —
+// every character that could repaint a terminal, split a line or hide text.
+// Denials, the request tool and the operator's displays share this one rule.
+func NeedsEscape(s string) bool {
+	for i, c := range s {
+		if c == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return true
+			}
+		}
+		if !strconv.IsPrint(c) {
+			return true
+		}
+	}
+	return false
 }

@@ -9,9 +9,13 @@ import "slices"
 type AllowRule struct {
 	// Subcommand is matched exactly, token by token.
 	Subcommand []string `yaml:"subcommand"`
-	// Flags is the allowlist. After Load it also holds the seeded -h and
-	// --help unless they are denied.
+	// Flags is the allowlist. After SeedHelpFlags it also holds the seeded
+	// -h and --help unless they are denied or listed by the operator.
 	Flags []string `yaml:"flags"`
+	// Seeded lists the help flags SeedHelpFlags added to Flags (never
+	// written by the operator). A seeded help flag is a boolean that runs
+	// alone; a help flag the operator lists is typed like any other flag.
+	Seeded []string `yaml:"-"`
 	// DenyFlags are refused even when listed in Flags.
 	DenyFlags []string `yaml:"deny_flags"`
 	// FlagConstraints bound flag values, keyed by the flag as written in
@@ -37,11 +41,30 @@ type Constraint struct {
 	Deny bool `yaml:"deny"`
 }
 
-// ArgConstraints bound positional arguments.
+// ArgConstraints bound positional arguments. Without Pattern or Patterns a
+// positional reaches the tool as it is (only a leading '-', NUL and
+// wraptool's own files are refused): `git push origin +HEAD:main` is a force
+// push without --force.
 type ArgConstraints struct {
 	// PositionalMax is the most positional arguments allowed; nil means no
 	// limit and 0 means none at all.
 	PositionalMax *int `yaml:"positional_max"`
+	// Pattern is an RE2 expression every positional argument must match
+	// whole; empty means none. It does not combine with Patterns.
+	Pattern string `yaml:"pattern"`
+	// Patterns are matched in order: the n-th positional argument must
+	// match the n-th pattern whole, and the last applies to the rest;
+	// empty means none.
+	Patterns []string `yaml:"patterns"`
+}
+
+// Expressions returns the positional patterns in Patterns' form: Pattern
+// alone is a one-element list, since the last pattern applies to the rest.
+func (a ArgConstraints) Expressions() []string {
+	if a.Pattern != "" {
+		return []string{a.Pattern}
+	}
+	return a.Patterns
 }
 
 // DenyRule refuses every command whose tokens start with Subcommand.
@@ -58,4 +81,45 @@ func (r *AllowRule) Denies(flag string) bool {
 	}
 	c := r.FlagConstraints[flag]
 	return c != nil && c.Deny
+}
+
+// SeedHelpFlags adds -h and --help to the rule's flags, each on its own and
+// after the rule's own flags (-h first), and records them in Seeded. A help
+// flag the rule denies (deny_flags or a deny constraint) is not added, so
+// deny keeps winning; nor is one whose schema property the rule already uses,
+// whether the operator listed the help flag itself (then it is typed like any
+// flag) or a flag such as --h takes the property. Seeding twice changes
+// nothing.
+func SeedHelpFlags(r *AllowRule) {
+	for _, h := range []string{ShortHelpFlag, LongHelpFlag} {
+		if slices.Contains(r.Seeded, h) || r.Denies(h) || r.usesProperty(PropertyName(h)) {
+			continue
+		}
+		r.Flags = append(r.Flags, h)
+		r.Seeded = append(r.Seeded, h)
+	}
+}
+
+// usesProperty reports whether a listed or denied flag maps to prop.
+func (r *AllowRule) usesProperty(prop string) bool {
+	for _, list := range [][]string{r.Flags, r.DenyFlags} {
+		for _, f := range list {
+			if PropertyName(f) == prop {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Written returns the flags the operator wrote: Flags without the seeded
+// help flags.
+func (r *AllowRule) Written() []string {
+	out := make([]string, 0, len(r.Flags))
+	for _, f := range r.Flags {
+		if !slices.Contains(r.Seeded, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

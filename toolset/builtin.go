@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -134,30 +133,30 @@ func ParseRequest(raw json.RawMessage) (requests.Request, error) {
 }
 
 // textBounds checks free text the operator will read in a terminal or a
-// browser: bounded, UTF-8, and free of control characters other than
-// newline and tab, which could hide or fake what is shown (escape
-// sequences, carriage returns, bidirectional overrides).
+// browser: bounded, UTF-8, and free of anything that could hide or fake what
+// is shown — controls other than newline and tab, line and paragraph
+// separators, bidirectional and zero-width characters, tags. It is the rule
+// denials escape by (policy.NeedsEscape), so the two paths agree on what is
+// hostile.
 func textBounds(field, s string, limit int, bad func(string, ...any)) {
 	switch {
 	case len(s) > limit:
 		bad("%s is %d bytes; at most %d", field, len(s), limit)
 	case !utf8.ValidString(s):
 		bad("%s must be UTF-8 text", field)
-	case strings.ContainsFunc(s, isHiddenControl):
-		bad("%s must not contain control characters (newlines and tabs are fine)", field)
+	case policy.NeedsEscape(withoutLineBreaks(s)):
+		bad("%s must not contain control characters, line separators, bidirectional or zero-width characters (newlines and tabs are fine)", field)
 	}
 }
 
-func isHiddenControl(r rune) bool {
-	switch {
-	case r == '\n' || r == '\t':
-		return false
-	case unicode.IsControl(r):
-		return true
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
-		return true // bidirectional formatting
-	}
-	return false
+// withoutLineBreaks drops the two controls free text may hold.
+func withoutLineBreaks(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // Submitter records a request, or finds the identical pending one.

@@ -3,9 +3,11 @@ package toolset
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
-// FallbackPath is the PATH given to children when the server has none.
+// FallbackPath is the PATH given to children when the server has none, or
+// none that survives cleaning.
 const FallbackPath = "/usr/bin:/bin"
 
 // Environ builds a child's environment: PATH with the binary's own folder
@@ -14,13 +16,19 @@ const FallbackPath = "/usr/bin:/bin"
 // env_files variables and the inline env on top. Nothing else of the server's
 // environment is passed on. getenv reads the server's environment. The result
 // is sorted, so equal inputs give equal environments.
+//
+// Every PATH, the server's or one set in env_files or env, loses its empty
+// and relative entries: an empty entry means the current directory, which
+// the client chooses with cwd, so a tool looking up a helper (git's
+// git-remote-*) would run the client's file. A PATH left with nothing
+// becomes FallbackPath.
 func Environ(binary string, getenv func(string) string, fileEnv, env map[string]string) []string {
 	vars := map[string]string{}
-	path := getenv("PATH")
-	if path == "" {
-		path = FallbackPath
+	path := cleanPath(getenv("PATH"))
+	if dir := filepath.Dir(binary); filepath.IsAbs(dir) {
+		path = dir + string(filepath.ListSeparator) + path
 	}
-	vars["PATH"] = filepath.Dir(binary) + string(filepath.ListSeparator) + path
+	vars["PATH"] = path
 	if home := getenv("HOME"); home != "" {
 		vars["HOME"] = home
 	}
@@ -31,10 +39,26 @@ func Environ(binary string, getenv func(string) string, fileEnv, env map[string]
 	for k, v := range env {
 		vars[k] = v
 	}
+	vars["PATH"] = cleanPath(vars["PATH"])
 	out := make([]string, 0, len(vars))
 	for k, v := range vars {
 		out = append(out, k+"="+v)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// cleanPath keeps a PATH's absolute entries, in order; FallbackPath when
+// none is left.
+func cleanPath(list string) string {
+	var keep []string
+	for _, dir := range filepath.SplitList(list) {
+		if filepath.IsAbs(dir) {
+			keep = append(keep, dir)
+		}
+	}
+	if len(keep) == 0 {
+		return FallbackPath
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }

@@ -3,41 +3,150 @@ package toolset
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/wraptool/wraptool/policy"
 )
 
 // Runtime is what running a wrapped tool needs beyond its rules: where, with
-// which environment, for how long.
+// which environment, for how long, and which paths it must not name.
 type Runtime struct {
 	// WorkingDir is the default working directory; "" means the server's.
 	WorkingDir string
 	// Env is the child's complete environment (see Environ).
 	Env []string
-	// Timeout bounds one call.
+	// Timeout bounds one call, the wait for a free slot included; zero
+	// means no limit beyond the call's context.
 	Timeout time.Duration
 	// OutputCap bounds each stream; zero means DefaultOutputCap.
 	OutputCap int
 	// Roots confine a client-supplied cwd; empty means any directory.
 	Roots []string
+	// Protected are the absolute paths of wraptool's own files (the
+	// config, token files, env files, overrides files, the request log, the
+	// grants key, the audit log); a flag value or positional argument naming
+	// one of them or its folder is refused, and so is a client-supplied cwd
+	// that is one of those folders (CONTRACT §3). Nil means none.
+	Protected []string
+	// Home is the server's HOME, which "~" in a path argument stands for
+	// (besides the child's HOME in Env when that differs); "" means the
+	// child's alone.
+	Home string
+
+	// slots and reaper are the State's, set by the handler (see
+	// State.runtime); a Runtime built by hand runs without either.
+	slots  *Slots
+	reaper *Reaper
 }
 
-// Execute runs an allowed decision. The working directory is checked first,
-// before anything starts; a refused one comes back as a refusal with the
-// policy's denial text, and nothing runs.
+// Execute runs an allowed decision. Before anything starts it checks the
+// working directory (and pins it, see openWorkdir), then the paths the
+// client chose against Runtime.Protected; a refusal comes back as a refused
+// decision with the policy's denial text, and nothing runs. A run then waits
+// for a free slot within the timeout; the Result's Duration counts only the
+// run.
 func Execute(ctx context.Context, d policy.Decision, rt Runtime) (Result, policy.Decision) {
 	if !d.Allowed() {
 		return Result{ExitCode: -1}, d
 	}
-	dir, err := Workdir(d.Cwd, rt.WorkingDir, rt.Roots)
+	dir, real, err := openWorkdir(d.Cwd, rt.WorkingDir, rt.Roots)
 	if err != nil {
-		reason := err.Error()
 		var ce *CwdError
-		if !errors.As(err, &ce) {
-			reason = "cwd " + policy.Quote(d.Cwd) + " cannot be used: " + reason
+		switch {
+		case errors.As(err, &ce):
+			return Result{ExitCode: -1}, d.Refuse(policy.KindCwd, ce.Reason)
+		case d.Cwd == "":
+			// The operator's working_dir is unusable: a failure, not a denial.
+			return Result{ExitCode: -1, Err: fmt.Errorf("failed to start: %w", err)}, d
 		}
-		return Result{ExitCode: -1}, d.Refuse(policy.KindCwd, reason)
+		return Result{ExitCode: -1}, d.Refuse(policy.KindCwd, "cwd "+policy.Quote(d.Cwd)+" cannot be used: "+err.Error())
 	}
-	return Run(ctx, Command{Argv: d.Argv, Dir: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap}), d
+	if dir != nil {
+		defer dir.Close() // Run closes it once the child started; this covers the rest
+	}
+	if reason := protectedReason(d, rt, dir, real); reason != "" {
+		return Result{ExitCode: -1}, d.Refuse(policy.KindProtected, reason)
+	}
+	c := Command{Argv: d.Argv, DirFile: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap, Reaper: rt.reaper}
+	return runInSlot(ctx, c, rt.slots), d
+}
+
+// protectedReason is the refusal reason when the client-supplied cwd is a
+// protected folder, or one of d.Paths names a protected file or folder; ""
+// when none does. dir and real are the checked working directory's handle
+// and resolved path (nil and "" for the server's own), the base of relative
+// paths.
+func protectedReason(d policy.Decision, rt Runtime, dir *os.File, real string) string {
+	if len(rt.Protected) == 0 {
+		return ""
+	}
+	ps := newProtectedSet(rt.Protected)
+	if d.Cwd != "" && dir != nil {
+		if info, err := dir.Stat(); err == nil && ps.isFolder(real, info) {
+			return "cwd " + policy.Quote(d.Cwd) + " names a folder wraptool protects"
+		}
+	}
+	if len(d.Paths) == 0 {
+		return ""
+	}
+	base := real
+	if base == "" {
+		// The child inherits the server's directory. If it cannot be named
+		// (it was removed), nothing can be created in it either, and
+		// relative paths are skipped.
+		base, _ = os.Getwd()
+	}
+	h := homes(rt)
+	for _, pa := range d.Paths {
+		for _, p := range candidates(pa.Value, base, h) {
+			if ps.names(p) {
+				return pa.Subject + " names a file wraptool protects"
+			}
+		}
+	}
+	return ""
+}
+
+// runInSlot runs c once a slot is free. The wait counts against c.Timeout:
+// a wait that uses it up is a timeout with nothing run, and the run gets
+// what is left.
+func runInSlot(ctx context.Context, c Command, slots *Slots) Result {
+	if slots == nil {
+		return Run(ctx, c)
+	}
+	full := c.Timeout
+	waitCtx, cancel := ctx, context.CancelFunc(func() {})
+	if full > 0 {
+		waitCtx, cancel = context.WithTimeout(ctx, full)
+	}
+	start := time.Now()
+	err := slots.Acquire(waitCtx)
+	cancel()
+	waited := time.Since(start)
+	timedOut := func() Result {
+		return Result{ExitCode: -1, TimedOut: true,
+			Err: fmt.Errorf("timed out after %s waiting for a free slot (%d running)", full, slots.Running())}
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return Result{ExitCode: -1, Err: fmt.Errorf("cancelled: %w", ctx.Err())}
+	case err != nil:
+		return timedOut()
+	}
+	defer slots.Release()
+	if full > 0 {
+		if c.Timeout = full - waited; c.Timeout <= 0 {
+			return timedOut()
+		}
+	}
+	res := Run(ctx, c)
+	if res.TimedOut {
+		res.Err = fmt.Errorf("timed out after %s", full)
+		if waited >= time.Millisecond {
+			res.Err = fmt.Errorf("timed out after %s (%s of it waiting for a free slot)", full, waited.Round(time.Millisecond))
+		}
+	}
+	return res
 }

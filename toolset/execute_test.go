@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wraptool/wraptool/policy"
@@ -60,6 +61,17 @@ func TestExecute(t *testing.T) {
 		_, d := Execute(context.Background(), call(filepath.Join(root, "nope")), rt)
 		if d.Allowed() || d.Refusal.Reason != "cwd '"+filepath.Join(root, "nope")+"' is not a directory" {
 			t.Errorf("refusal %+v", d.Refusal)
+		}
+	})
+	t.Run("a missing working_dir is a failure to start, not a denial", func(t *testing.T) {
+		t.Parallel()
+		missing := filepath.Join(root, "gone")
+		res, d := Execute(context.Background(), call(""), Runtime{WorkingDir: missing, Env: []string{}})
+		if !d.Allowed() {
+			t.Fatalf("refused: %s", d.Refusal.Reason)
+		}
+		if res.ExitCode != -1 || res.Err == nil || !strings.HasPrefix(res.Err.Error(), "failed to start: working directory "+missing) {
+			t.Errorf("exit %d, err %v; want a failure to start naming %s", res.ExitCode, res.Err, missing)
 		}
 	})
 	t.Run("a refused decision is passed through", func(t *testing.T) {

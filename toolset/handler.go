@@ -5,19 +5,37 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
 )
 
-// State is what a tool call needs: the policy and each tool's runtime. It is
-// immutable; a call keeps the State it started with through a reload.
+// State is what a tool call needs: the policy, each tool's runtime, and the
+// server-wide limits every call shares. It is immutable; a call keeps the
+// State it started with through a reload (the limits are shared objects, the
+// same in every State).
 type State struct {
 	Policy *policy.Policy
 	// Runtimes is keyed by tool key.
 	Runtimes map[string]Runtime
+	// Slots bounds the wrapped-tool children running at once
+	// (mcp.max_concurrent_calls); one *Slots lives for the server's
+	// lifetime, its limit changed on reload. Nil means unlimited.
+	Slots *Slots
+	// Reaper tracks every child a call starts and is rung after each call
+	// to end what outlived it. Nil means no tracking and no sweeps.
+	Reaper *Reaper
+}
+
+// runtime is the tool's Runtime carrying the State's limits.
+func (s *State) runtime(tool string) Runtime {
+	rt := s.Runtimes[tool]
+	rt.slots, rt.reaper = s.Slots, s.Reaper
+	return rt
 }
 
 // Output is a run's structuredContent (CONTRACT §3).
@@ -46,11 +64,14 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(stop, cancel)()
-		res, d := Execute(runCtx, d, st.Runtimes[tool])
+		// Rung as the handler returns: the sweep runs in the Reaper's
+		// goroutine, so it costs the call nothing.
+		defer st.Reaper.Sweep()
+		res, d := Execute(runCtx, d, st.runtime(tool))
 		if !d.Allowed() {
 			return denied(log, req.Params.Name, d.Refusal), nil
 		}
-		log.Info("tool call", "tool", req.Params.Name, "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", errString(res.Err))
+		log.Info("tool call", "tool", bound(req.Params.Name), "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", bound(errString(res.Err)))
 		return RunResult(res), nil
 	}
 }
@@ -85,10 +106,33 @@ func RunResult(res Result) *mcp.CallToolResult {
 	}
 }
 
-// denied logs a refusal and renders it for the assistant.
+// denied logs a refusal and renders it for the assistant. The reason quotes
+// client input, so the log keeps a bounded part of it.
 func denied(log *slog.Logger, tool string, r *policy.Refusal) *mcp.CallToolResult {
-	log.Info("tool call denied", "tool", tool, "kind", r.Kind.String(), "reason", r.Reason)
+	log.Info("tool call denied", "tool", bound(tool), "kind", r.Kind.String(), "reason", bound(r.Reason))
 	return errorResult(r.Text)
+}
+
+// maxLogString bounds each client-derived string the handler logs: a
+// 3 MiB flag name must not cost 3 MiB of log per call.
+const maxLogString = 256
+
+// bound cuts s to maxLogString bytes at a character boundary, marking how
+// many bytes were cut ("…(N bytes cut)"). Invalid UTF-8 becomes U+FFFD
+// first, so the result is always valid.
+func bound(s string) string {
+	if len(s) <= maxLogString && utf8.ValidString(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxLogString {
+		return s
+	}
+	cut := maxLogString
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)-cut) + " bytes cut)"
 }
 
 func errorResult(text string) *mcp.CallToolResult {

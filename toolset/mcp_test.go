@@ -44,8 +44,15 @@ func jsonString(v any) string {
 	return string(data)
 }
 
+// newPolicy compiles tools, seeding -h and --help into every rule as config
+// loading does.
 func newPolicy(t *testing.T, tools ...policy.Tool) *policy.Policy {
 	t.Helper()
+	for _, tool := range tools {
+		for _, r := range tool.Allow {
+			policy.SeedHelpFlags(r)
+		}
+	}
 	p, err := policy.New(tools, nil)
 	if err != nil {
 		t.Fatalf("policy.New: %v", err)
@@ -53,8 +60,9 @@ func newPolicy(t *testing.T, tools ...policy.Tool) *policy.Policy {
 	return p
 }
 
-// help is the seeded help flags, as config loading adds them.
-func help(flags ...string) []string { return append([]string{"-h", "--help"}, flags...) }
+// help lists a rule's flags as the operator writes them; newPolicy seeds
+// the help flags.
+func help(flags ...string) []string { return flags }
 
 func definitionPolicy(t *testing.T) *policy.Policy {
 	return newPolicy(t,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync/atomic"
@@ -24,14 +25,25 @@ const waitDelay = 2 * time.Second
 type Command struct {
 	// Argv is the binary and its arguments; no shell is involved.
 	Argv []string
-	// Dir is the working directory; "" means the server's own.
+	// Dir is the working directory; "" means the server's own. The child
+	// looks the path up again when it starts; a checked directory is passed
+	// as DirFile instead.
 	Dir string
+	// DirFile is an opened working directory, which wins over Dir: the child
+	// starts in the handle itself (/proc/self/fd/N, entered in the child
+	// between fork and exec, where the descriptor is still open), so a
+	// symlink swapped into the path after the check cannot move it. Run
+	// closes it once the child has started or failed to. Nil means Dir.
+	DirFile *os.File
 	// Env is the complete environment (see Environ).
 	Env []string
 	// Timeout bounds the run; zero means no limit beyond ctx.
 	Timeout time.Duration
 	// OutputCap bounds each stream in bytes; zero means DefaultOutputCap.
 	OutputCap int
+	// Reaper tracks the child while it runs, so a sweep never takes it for
+	// a stray; nil means no tracking.
+	Reaper *Reaper
 }
 
 // Result is what a run produced.
@@ -56,11 +68,16 @@ type Result struct {
 
 // Run starts the command in its own process group with stdin closed,
 // captures both streams up to the cap, and waits. On timeout, or when ctx is
-// done, the whole group is killed with SIGKILL, so grandchildren die too.
+// done, the whole group is killed with SIGKILL, so grandchildren die too;
+// whatever the child left in its group is killed once it exits. A process
+// that left the group (setsid) is the Reaper's to end.
 func Run(ctx context.Context, c Command) Result {
 	limit := c.OutputCap
 	if limit <= 0 {
 		limit = DefaultOutputCap
+	}
+	if c.DirFile != nil {
+		defer c.DirFile.Close() // on every path; closing twice is harmless
 	}
 	if len(c.Argv) == 0 {
 		return Result{ExitCode: -1, Err: errors.New("failed to start: empty command")}
@@ -74,6 +91,9 @@ func Run(ctx context.Context, c Command) Result {
 	stdout, stderr := &capped{limit: limit}, &capped{limit: limit}
 	cmd := exec.CommandContext(runCtx, c.Argv[0], c.Argv[1:]...)
 	cmd.Dir = c.Dir
+	if c.DirFile != nil {
+		cmd.Dir = fdPath(c.DirFile)
+	}
 	cmd.Env = c.Env
 	if cmd.Env == nil {
 		cmd.Env = []string{} // never inherit the server's environment
@@ -90,7 +110,11 @@ func Run(ctx context.Context, c Command) Result {
 	cmd.WaitDelay = waitDelay
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	done, err := c.Reaper.Start(cmd)
+	if c.DirFile != nil {
+		c.DirFile.Close() // the child holds its cwd now
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("cancelled: %w", ctx.Err())
 		} else {
@@ -98,11 +122,12 @@ func Run(ctx context.Context, c Command) Result {
 		}
 		return Result{ExitCode: -1, Duration: time.Since(start), Err: err}
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	// Whatever the child left running in its group (a backgrounded helper
 	// holding the operator's credentials) ends with the call. The group id
 	// cannot have been reused: Linux keeps it while any member lives.
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	done() // reaped: a process left behind outside the group is a stray now
 	r := Result{
 		ExitCode: -1,
 		Duration: time.Since(start),

@@ -3,6 +3,7 @@ package toolset
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,7 +57,7 @@ func TestRunEnvironmentIsExactlyTheContracts(t *testing.T) {
 		"HOME=" + os.Getenv("HOME"),
 		"INLINE=i",
 		"LANG=C.UTF-8",
-		"PATH=" + filepath.Dir(fakecli) + ":" + os.Getenv("PATH"),
+		"PATH=" + filepath.Dir(fakecli) + ":" + cleanPath(os.Getenv("PATH")),
 		"SHARED=inline",
 	}
 	if !slices.Equal(r.Env, want) {
@@ -82,6 +83,24 @@ func TestEnviron(t *testing.T) {
 		{"a server without HOME passes none",
 			map[string]string{"PATH": "/bin"}, nil, nil,
 			[]string{"LANG=C.UTF-8", "PATH=/opt/tool/bin:/bin"}},
+		{"an empty PATH entry (the client's cwd) is dropped",
+			map[string]string{"PATH": "/usr/bin:", "HOME": "/h"}, nil, nil,
+			[]string{"HOME=/h", "LANG=C.UTF-8", "PATH=/opt/tool/bin:/usr/bin"}},
+		{"empty and relative PATH entries anywhere are dropped",
+			map[string]string{"PATH": ":.:/usr/local/bin::bin:./x:../y:/usr/bin:", "HOME": "/h"}, nil, nil,
+			[]string{"HOME=/h", "LANG=C.UTF-8", "PATH=/opt/tool/bin:/usr/local/bin:/usr/bin"}},
+		{"a server PATH with nothing usable falls back to /usr/bin:/bin",
+			map[string]string{"PATH": ":.:bin", "HOME": "/h"}, nil, nil,
+			[]string{"HOME=/h", "LANG=C.UTF-8", "PATH=/opt/tool/bin:/usr/bin:/bin"}},
+		{"a PATH from env_files loses empty and relative entries",
+			map[string]string{"PATH": "/bin", "HOME": "/h"}, map[string]string{"PATH": "/opt/x:.::sbin"}, nil,
+			[]string{"HOME=/h", "LANG=C.UTF-8", "PATH=/opt/x"}},
+		{"a PATH from env loses empty and relative entries",
+			map[string]string{"PATH": "/bin", "HOME": "/h"}, nil, map[string]string{"PATH": ":/opt/y:"},
+			[]string{"HOME=/h", "LANG=C.UTF-8", "PATH=/opt/y"}},
+		{"a PATH from env with nothing usable falls back to /usr/bin:/bin",
+			map[string]string{"PATH": "/bin", "HOME": "/h"}, nil, map[string]string{"PATH": ""},
+			[]string{"HOME=/h", "LANG=C.UTF-8", "PATH=/usr/bin:/bin"}},
 		{"env overrides env_files, which override the base",
 			map[string]string{"PATH": "/bin", "HOME": "/h"},
 			map[string]string{"A": "file", "HOME": "/file-home", "B": "file"},
@@ -96,6 +115,16 @@ func TestEnviron(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A relative binary (looked up on the server's PATH) has no folder worth
+// putting first: "." would be the client's cwd.
+func TestEnvironIgnoresTheFolderOfARelativeBinary(t *testing.T) {
+	t.Parallel()
+	got := Environ("tool", fakeEnv(map[string]string{"PATH": "/usr/bin"}), nil, nil)
+	if want := []string{"LANG=C.UTF-8", "PATH=/usr/bin"}; !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
 
@@ -306,4 +335,33 @@ func TestRunKillsWhatTheChildLeftBehind(t *testing.T) {
 		t.Fatalf("exit %d, timed out %v, err %v; want a clean exit", res.ExitCode, res.TimedOut, res.Err)
 	}
 	waitDead(t, waitForPID(t, pidfile))
+}
+
+// The child starts in the opened directory itself: renaming the folder after
+// it was opened does not change where the child runs, and Run closes the
+// handle.
+func TestRunStartsInTheOpenedDirectory(t *testing.T) {
+	t.Parallel()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	opened, moved := filepath.Join(base, "opened"), filepath.Join(base, "moved")
+	if err := os.Mkdir(opened, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(opened)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(opened, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(opened, 0o700); err != nil { // a new folder under the old name
+		t.Fatal(err)
+	}
+	r := runReport(t, Command{Argv: []string{fakecli}, DirFile: f, Dir: opened, Env: []string{}})
+	if r.Cwd != moved {
+		t.Errorf("child cwd = %q, want the opened folder, now %q", r.Cwd, moved)
+	}
+	if err := f.Close(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("closing the handle after Run: %v, want os.ErrClosed (Run closes it)", err)
+	}
 }

@@ -35,7 +35,7 @@ func Definition(r *policy.Rule) *mcp.Tool {
 		args := map[string]any{
 			"type":        "array",
 			"items":       map[string]any{"type": "string"},
-			"description": "Positional arguments, in order. None may begin with '-': pass flags as named parameters.",
+			"description": "Positional arguments, in order. None may begin with '-': pass flags as named parameters." + argPatterns(r.ArgPatterns()),
 		}
 		if limited {
 			args["maxItems"] = max
@@ -86,6 +86,12 @@ func flagSchema(f policy.Flag) map[string]any {
 	if f.Pattern != "" {
 		desc = append(desc, "must match "+policy.AnchorPattern(f.Pattern))
 	}
+	if f.Unproven {
+		desc = append(desc, "its value counts as a positional argument (before args)")
+	}
+	if f.Help {
+		desc = append(desc, "runs alone: give no other flags or arguments")
+	}
 	if f.Required {
 		desc = append(desc, "required")
 	}
@@ -106,4 +112,21 @@ func runOutputSchema() map[string]any {
 		},
 		"required": []string{"exit_code", "stdout", "stderr", "duration_ms", "truncated"},
 	}
+}
+
+// argPatterns describes the positional patterns for the args property (the
+// policy checks them; the schema only says so, since a client's regex
+// dialect may differ from RE2).
+func argPatterns(pats []string) string {
+	switch len(pats) {
+	case 0:
+		return ""
+	case 1:
+		return " Each must match " + policy.AnchorPattern(pats[0]) + "."
+	}
+	parts := make([]string, len(pats))
+	for i, p := range pats {
+		parts[i] = "argument " + strconv.Itoa(i+1) + " must match " + policy.AnchorPattern(p)
+	}
+	return " In order: " + strings.Join(parts, "; ") + "; any later one must match the last."
 }

@@ -47,6 +47,9 @@ func (a *app) validate(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range c.Warnings(nil) {
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+	}
 	_, err = fmt.Fprintf(a.stdout, "ok: %s (%d tools, %d allow rules, %d mcp_servers)\n",
 		path, len(c.Tools), c.AllowRulesWritten, len(c.MCPServers))
 	return err

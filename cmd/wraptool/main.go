@@ -16,7 +16,7 @@ import (
 func main() {
 	// serve installs its own signal handling (SIGHUP reloads, SIGINT and
 	// SIGTERM stop gracefully); other commands keep the default.
-	err := exec(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	err := execProcess(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	os.Exit(exitCode(err, os.Stderr))
 }
 

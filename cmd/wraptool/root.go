@@ -30,15 +30,33 @@ type app struct {
 	level       *slog.LevelVar
 	levelPinned bool
 	log         *slog.Logger
+
+	// ownsProcess is true when the app is the whole process (main), not a
+	// test running serve in-process: only then may serve make the process a
+	// child subreaper, whose sweeps kill children no call owns (in a test
+	// binary they would be other tests' children).
+	ownsProcess bool
 }
 
 // exec runs the wraptool command line args. It is main without the process:
 // stdio and the environment come in as arguments so tests run it in-process.
 func exec(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return newApp(getenv, stdout, stderr).exec(ctx, args)
+}
+
+// execProcess is exec for main: the app owns the process, so serve also
+// reaps what calls leave behind (CONTRACT §6).
+func execProcess(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	a := newApp(getenv, stdout, stderr)
+	a.ownsProcess = true
+	return a.exec(ctx, args)
+}
+
+// exec parses args and runs the command they name.
+func (a *app) exec(ctx context.Context, args []string) error {
 	if err := a.root.Parse(args); err != nil {
 		if errors.Is(err, ff.ErrHelp) {
-			fmt.Fprintf(stdout, "%s\n", ffhelp.Command(a.root))
+			fmt.Fprintf(a.stdout, "%s\n", ffhelp.Command(a.root))
 			return err
 		}
 		return &usageError{err: err, help: ffhelp.Command(a.root).String()}

@@ -84,7 +84,19 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 		return err
 	}
 	a.applyConfigLevel(c)
+	for _, w := range c.Warnings(nil) {
+		log.Warn("config warning", "where", w.String())
+	}
 	snap := actors.NewSnapshot(loaded, path, a.getenv)
+	// One set of slots and one reaper for the server's life; every snapshot
+	// carries them.
+	reaper := toolset.NewReaper(log.With("component", "reaper"))
+	if a.ownsProcess {
+		if err := toolset.BecomeSubreaper(); err != nil {
+			log.Warn("cannot become a child subreaper; processes that leave a call's process group are not reaped", "error", err)
+		}
+	}
+	snap.Slots, snap.Reaper = toolset.NewSlots(c.MCP.MaxConcurrentCalls), reaper
 	if len(snap.Policy.Rules()) > 0 && len(c.MCP.AllowedCwdRoots) == 0 {
 		log.Warn("mcp.allowed_cwd_roots is empty, so a client may run tools in any directory; " +
 			"a client that can write a repository's .git/config or hooks could make a wrapped git run its code with your credentials")
@@ -194,6 +206,10 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 	{
 		ctx, cancel := context.WithCancel(ctx)
 		g.Add(func() error { return expectRunning(ctx, "hub", hub.Run(ctx)) }, func(error) { cancel() })
+	}
+	{
+		ctx, cancel := context.WithCancel(ctx)
+		g.Add(func() error { return expectRunning(ctx, "reaper", reaper.Run(ctx)) }, func(error) { cancel() })
 	}
 	{
 		// Stop when the caller's context ends (tests run serve in-process).

@@ -36,6 +36,24 @@ const (
 // an error starting with the path and wrapping the cause (fs.ErrNotExist for a
 // missing file); an invalid file gives an *Error.
 func Load(path string, o *Options) (*Config, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, o)
+}
+
+// ReadFile reads the config's bytes, refusing a file that anyone but its
+// owner may write or replace, or that another user owns: the config decides
+// what runs, and the server reloads it on every change. A file that cannot be
+// read gives an error starting with the path and wrapping the cause
+// (fs.ErrNotExist for a missing file); an untrusted one gives an *Error.
+func ReadFile(path string) ([]byte, error) {
+	if abs, err := filepath.Abs(path); err == nil {
+		if msg := checkFile(abs, decides); msg != "" {
+			return nil, &Error{File: path, Msg: msg}
+		}
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *os.PathError
@@ -44,7 +62,7 @@ func Load(path string, o *Options) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%s: cannot read config: %w", path, err)
 	}
-	return Parse(path, data, o)
+	return data, nil
 }
 
 // Parse turns the bytes of file into a complete, valid *Config: strict

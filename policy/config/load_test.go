@@ -173,9 +173,18 @@ func TestSeedHelpFlags(t *testing.T) {
 			t.Parallel()
 			r := tc.rule
 			c := &Config{Tools: map[string]*Tool{"t": {Allow: []*policy.AllowRule{&r}}}}
+			written := slices.Clone(r.Flags)
 			SeedHelpFlags(c)
 			if !slices.Equal(r.Flags, tc.want) {
 				t.Errorf("after seeding: %q, want %q", r.Flags, tc.want)
+			}
+			if got := r.Written(); !slices.Equal(got, written) {
+				t.Errorf("Written() = %q, want the operator's %q", got, written)
+			}
+			for _, f := range r.Seeded {
+				if slices.Contains(written, f) {
+					t.Errorf("Seeded holds %s, which the operator listed", f)
+				}
 			}
 			SeedHelpFlags(c)
 			if !slices.Equal(r.Flags, tc.want) {

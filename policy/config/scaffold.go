@@ -140,8 +140,12 @@ tools:
         flags: ["--ff-only"]
         flag_constraints:
           "--ff-only": { type: boolean }
+        # Positional arguments reach git as they are, so name them: the
+        # remote called origin (a pattern cannot tell a remote's name from
+        # a folder, so it is spelled out), then a branch.
         arg_constraints:
-          positional_max: 2  # remote and branch
+          positional_max: 2
+          patterns: ["origin", "[A-Za-z0-9][A-Za-z0-9._/-]*"]
     deny:
       - subcommand: [config]
 {{- else -}}
@@ -157,7 +161,8 @@ tools: {}
 #         flag_constraints:
 #           "--ff-only": { type: boolean }
 #         arg_constraints:
-#           positional_max: 2  # remote and branch
+#           positional_max: 2
+#           patterns: ["origin", "[A-Za-z0-9][A-Za-z0-9._/-]*"]
 #     deny:
 #       - subcommand: [config]
 {{- end}}

@@ -44,3 +44,29 @@ func (c *Config) TokenFiles() []string {
 	}
 	return files
 }
+
+// OwnFiles lists, as absolute paths, the files of wraptool's own that the
+// config names besides itself: token files, env files (of tools and
+// mcp_servers), overrides files and the request log. A wrapped tool must
+// never be pointed at one of them or the folders holding them (CONTRACT §3):
+// a tool told where to write could otherwise rewrite the gate.
+func (c *Config) OwnFiles() []string {
+	files := append([]string{}, c.TokenFiles()...)
+	files = append(files, c.MCP.RequestLog)
+	for _, name := range sortedKeys(c.Tools) {
+		t := c.Tools[name]
+		files = append(files, t.EnvFiles...)
+		if t.Introspection.OverridesFile != "" {
+			files = append(files, t.Introspection.OverridesFile)
+		}
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		files = append(files, c.MCPServers[name].EnvFiles...)
+	}
+	for i, f := range files {
+		if abs, err := filepath.Abs(f); err == nil {
+			files[i] = abs
+		}
+	}
+	return files
+}

@@ -88,6 +88,10 @@ func (v *validator) mcp() {
 	}
 	if info, err := os.Stat(m.RequestLog); err == nil && info.IsDir() {
 		v.fail(p.key("request_log"), "%s is a directory", m.RequestLog)
+	} else {
+		// The request log carries decisions (and grants): it decides what
+		// runs, like the config.
+		v.private(p.key("request_log"), m.RequestLog, decides)
 	}
 	v.tokenFile(p.key("auth_token_file"), m.AuthTokenFile)
 }
@@ -127,8 +131,18 @@ func (v *validator) tokenFile(p fieldPath, path string) {
 	_, err := ReadToken(path)
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
+		v.private(p, path, secret)
 	default:
 		v.fail(p, "%v", err)
+	}
+}
+
+// private refuses a file that decides what runs when anyone but its owner
+// may write (or, for a secret, read) it or replace it, or when another user
+// owns it (CONTRACT §2).
+func (v *validator) private(p fieldPath, path string, kind fileKind) {
+	if msg := checkFile(path, kind); msg != "" {
+		v.fail(p, "%s", msg)
 	}
 }
 
@@ -142,6 +156,10 @@ func (v *validator) tool(name string, t *Tool) {
 		v.fail(p.key("binary"), "must be an absolute path, got %q", t.Binary)
 	default:
 		v.executable(p.key("binary"), t.Binary)
+	}
+	if t.Introspection.OverridesFile != "" {
+		// Overrides decide which flags take values.
+		v.private(p.key("introspection").key("overrides_file"), t.Introspection.OverridesFile, decides)
 	}
 	if t.WorkingDir != "" {
 		v.dir(p.key("working_dir"), t.WorkingDir)
@@ -194,8 +212,30 @@ func (v *validator) allow(tool string, p fieldPath, r *policy.AllowRule) {
 		}
 		v.constraint(cp, f, r.FlagConstraints[f], r)
 	}
+	ap := p.key("arg_constraints")
 	if n := r.ArgConstraints.PositionalMax; n != nil && *n < 0 {
-		v.fail(p.key("arg_constraints").key("positional_max"), "must not be negative, got %d", *n)
+		v.fail(ap.key("positional_max"), "must not be negative, got %d", *n)
+	}
+	if r.ArgConstraints.Pattern != "" {
+		if len(r.ArgConstraints.Patterns) > 0 {
+			v.fail(ap.key("pattern"), "pattern and patterns do not combine: use patterns alone (its last entry applies to the rest)")
+		}
+		v.pattern(ap.key("pattern"), r.ArgConstraints.Pattern)
+	}
+	for j, pat := range r.ArgConstraints.Patterns {
+		if pat == "" {
+			v.fail(ap.key("patterns").index(j), "must not be empty: it would match only an empty argument")
+			continue
+		}
+		v.pattern(ap.key("patterns").index(j), pat)
+	}
+}
+
+// pattern checks an RE2 expression as it will be applied: anchored, so it
+// must match a whole value.
+func (v *validator) pattern(p fieldPath, pat string) {
+	if _, err := regexp.Compile(policy.AnchorPattern(pat)); err != nil {
+		v.fail(p, "invalid regular expression: %v", regexpReason(err))
 	}
 }
 
@@ -215,9 +255,11 @@ func (v *validator) constraint(p fieldPath, flag string, k *policy.Constraint, r
 		if k.Type == "boolean" {
 			v.fail(p.key("pattern"), "a pattern does not apply to a boolean flag")
 		}
-		if _, err := regexp.Compile(policy.AnchorPattern(k.Pattern)); err != nil {
-			v.fail(p.key("pattern"), "invalid regular expression: %v", regexpReason(err))
-		}
+		v.pattern(p.key("pattern"), k.Pattern)
+	}
+	if slices.Contains(r.Seeded, flag) && (k.Type != "" || k.Min != nil || k.Max != nil || k.Pattern != "" || k.Required) {
+		v.fail(p, "constrains the help flag %s, which the rule does not list: a seeded help flag is a switch that runs alone; "+
+			"list %s in flags to give it a type (on psql, -h is the host), or use deny: true to refuse it", flag, flag)
 	}
 	if k.Required {
 		switch {
@@ -341,7 +383,9 @@ func (v *validator) env(p fieldPath, env map[string]string, files []string) {
 	for i, f := range files {
 		if _, err := readEnvFile(f); err != nil {
 			v.fail(p.key("env_files").index(i), "%v", err)
+			continue
 		}
+		v.private(p.key("env_files").index(i), f, decides)
 	}
 }
 
@@ -356,6 +400,10 @@ func (v *validator) executable(p fieldPath, path string) {
 		v.fail(p, "%s is not a regular file", path)
 	case info.Mode().Perm()&0o111 == 0:
 		v.fail(p, "%s is not executable", path)
+	case isSelf(path):
+		v.fail(p, "%s is wraptool itself; wrapping it would let the assistant act as the operator", path)
+	default:
+		v.private(p, path, program)
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -11,6 +12,10 @@ func TestValidateRejects(t *testing.T) {
 	t.Parallel()
 	dir := fixture(t)
 	tool := "tools:\n  git:\n    binary: $T/bin/tool\n" // lines 3-5
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		yaml string
@@ -171,6 +176,23 @@ func TestValidateRejects(t *testing.T) {
 			10, `tools.git.allow[0].flag_constraints["--x"].required`, "flag --x is both required and denied"},
 		{"a negative positional_max is refused", base + tool + "    allow:\n      - arg_constraints: {positional_max: -1}\n",
 			7, "tools.git.allow[0].arg_constraints.positional_max", "must not be negative, got -1"},
+		{"pattern and patterns do not combine", base + tool + "    allow:\n      - arg_constraints:\n          pattern: a\n          patterns: [b]\n",
+			8, "tools.git.allow[0].arg_constraints.pattern", "pattern and patterns do not combine"},
+		{"an invalid positional pattern is refused", base + tool + "    allow:\n      - arg_constraints: {pattern: \"(x\"}\n",
+			7, "tools.git.allow[0].arg_constraints.pattern", "invalid regular expression: missing closing )"},
+		{"an invalid entry of patterns is placed by index", base + tool + "    allow:\n      - arg_constraints:\n          patterns: [origin, \"[a-\"]\n",
+			8, "tools.git.allow[0].arg_constraints.patterns[1]", "invalid regular expression"},
+		{"an empty entry of patterns is refused", base + tool + "    allow:\n      - arg_constraints:\n          patterns: [origin, \"\"]\n",
+			8, "tools.git.allow[0].arg_constraints.patterns[1]", "must not be empty"},
+		{"a type on a seeded help flag is refused", base + tool + "    allow:\n      - subcommand: []\n        flag_constraints:\n          \"-h\": {type: string}\n",
+			9, `tools.git.allow[0].flag_constraints["-h"]`, "constrains the help flag -h, which the rule does not list"},
+		{"a required seeded help flag is refused", base + tool + "    allow:\n      - flag_constraints:\n          \"--help\": {required: true}\n",
+			8, `tools.git.allow[0].flag_constraints["--help"]`, "constrains the help flag --help"},
+
+		{"max_concurrent_calls must be positive", "mcp:\n  listen: 127.0.0.1:1\n  max_concurrent_calls: 0\n",
+			3, "mcp.max_concurrent_calls", "must be at least 1, got 0"},
+		{"a binary that is wraptool itself is refused", base + "tools:\n  self:\n    binary: $SELF\n",
+			5, "tools.self.binary", "is wraptool itself"},
 
 		// mcp_servers
 		{"a server needs a command", base + "mcp_servers:\n  fs:\n    name_prefix: files\n",
@@ -195,7 +217,7 @@ func TestValidateRejects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := parseFixture(t, dir, tc.yaml)
+			_, err := parseFixture(t, dir, strings.ReplaceAll(tc.yaml, "$SELF", self))
 			if err == nil {
 				t.Fatalf("Parse accepted:\n%s", tc.yaml)
 			}

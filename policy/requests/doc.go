@@ -10,6 +10,12 @@
 // Every writer (the server, the CLI, the admin UI) holds an exclusive flock
 // on the file while it appends one whole line, and repairs a torn last line
 // by writing the missing newline first, so lines from concurrent processes
-// never interleave and none is lost. Functions here are safe for concurrent
-// use within and across processes.
+// never interleave and none is lost. Lines are JSON without HTML escaping
+// (a rationale full of < and > stays its size); readers accept both.
+//
+// A writer that calls again and again (the server) keeps a Log, which folds
+// only what was appended since its last call and notices a file replaced or
+// truncated; the package-level Submit and Decide fold the whole file once.
+// Functions and Logs here are safe for concurrent use within and across
+// processes.
 package requests

@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -91,10 +93,6 @@ func (r Request) Key() string {
 	return r.Tool + "\x00" + strings.Join(r.Subcommand, " ") + "\x00" + strings.Join(flags, " ")
 }
 
-func (r *Record) request() Request {
-	return Request{Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags, Rationale: r.Rationale, Enables: r.Enables}
-}
-
 // Warning is a line a reader skipped.
 type Warning struct {
 	Line int
@@ -105,75 +103,130 @@ func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.E
 
 // Fold reads a log and folds it by id, in order of first appearance.
 // Lines that are not complete JSON objects, and decisions for unknown ids,
-// are skipped and reported.
+// are skipped and reported. A last line without its newline counts.
 func Fold(r io.Reader) ([]*Record, []Warning, error) {
-	var (
-		records []*Record
-		byID    = map[string]*Record{}
-		warns   []Warning
-	)
-	lines := &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: MaxLineBytes}
-	for n := 1; ; n++ {
-		raw, tooLong, err := lines.next()
+	f := newFolder(true)
+	lines := newLineReader(r, math.MaxInt64)
+	for {
+		l, err := lines.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return records, warns, err
+			return f.records, f.warns, err
 		}
-		if tooLong {
-			warns = append(warns, Warning{n, fmt.Sprintf("longer than %d bytes", MaxLineBytes)})
-			continue
-		}
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			continue
-		}
-		var l line
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if err := dec.Decode(&l); err != nil || dec.InputOffset() != int64(len(raw)) || l.ID == "" {
-			msg := "not a complete JSON object"
-			if err == nil && dec.InputOffset() == int64(len(raw)) {
-				msg = "no id"
-			}
-			warns = append(warns, Warning{n, msg})
-			continue
-		}
-		switch l.Status {
-		case StatusPending:
-			if _, dup := byID[l.ID]; dup {
-				warns = append(warns, Warning{n, "request " + l.ID + " appears twice"})
-				continue
-			}
-			rec := &Record{ID: l.ID, Tool: l.Tool, Subcommand: nonNil(l.Subcommand), Flags: nonNil(l.Flags), Rationale: l.Rationale, Status: StatusPending}
-			if l.CreatedAt != nil {
-				rec.CreatedAt = *l.CreatedAt
-			}
-			if l.Enables != nil {
-				rec.Enables = *l.Enables
-			}
-			byID[l.ID] = rec
-			records = append(records, rec)
-		case StatusApproved, StatusDenied:
-			rec := byID[l.ID]
-			if rec == nil {
-				warns = append(warns, Warning{n, "decision for unknown request " + l.ID})
-				continue
-			}
-			rec.Status, rec.DecidedAt, rec.Reason, rec.Applied = l.Status, l.DecidedAt, l.Reason, l.Applied
-			if rec.Applied == nil {
-				f := false
-				rec.Applied = &f
-			}
-			if rec.Reason == nil {
-				empty := ""
-				rec.Reason = &empty
-			}
-		default:
-			warns = append(warns, Warning{n, fmt.Sprintf("unknown status %q", l.Status)})
-		}
+		f.add(l)
 	}
-	return records, warns, nil
+	return f.records, f.warns, nil
+}
+
+// folder folds lines one at a time, so that Fold can fold a whole log and a
+// Log only what was appended since its last call, with one logic.
+type folder struct {
+	// keep holds every record whole, in order (Fold). A Log needs only
+	// the ids, statuses and keys, and does not hold every rationale.
+	keep    bool
+	records []*Record           // when keep, in order of first appearance
+	byID    map[string]*Record  // when keep
+	status  map[string]string   // every request's latest status
+	keyOf   map[string]string   // each pending request's Key
+	byKey   map[string][]string // each Key's pending ids, oldest first
+	lines   int                 // lines folded so far
+	warns   []Warning
+}
+
+func newFolder(keep bool) *folder {
+	f := &folder{keep: keep, status: map[string]string{}, keyOf: map[string]string{}, byKey: map[string][]string{}}
+	if keep {
+		f.byID = map[string]*Record{}
+	}
+	return f
+}
+
+// pending returns the oldest pending request identical to req.
+func (f *folder) pending(req Request) (id string, ok bool) {
+	ids := f.byKey[req.Key()]
+	if len(ids) == 0 {
+		return "", false
+	}
+	return ids[0], true
+}
+
+// add folds the next line.
+func (f *folder) add(rl rawLine) {
+	f.lines++
+	n := f.lines
+	if rl.tooLong {
+		f.warns = append(f.warns, Warning{n, fmt.Sprintf("longer than %d bytes", MaxLineBytes)})
+		return
+	}
+	raw := bytes.TrimSpace(rl.text)
+	if len(raw) == 0 {
+		return
+	}
+	var l line
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&l); err != nil || dec.InputOffset() != int64(len(raw)) || l.ID == "" {
+		msg := "not a complete JSON object"
+		if err == nil && dec.InputOffset() == int64(len(raw)) {
+			msg = "no id"
+		}
+		f.warns = append(f.warns, Warning{n, msg})
+		return
+	}
+	switch l.Status {
+	case StatusPending:
+		if _, dup := f.status[l.ID]; dup {
+			f.warns = append(f.warns, Warning{n, "request " + l.ID + " appears twice"})
+			return
+		}
+		key := Request{Tool: l.Tool, Subcommand: l.Subcommand, Flags: l.Flags}.Key()
+		f.status[l.ID], f.keyOf[l.ID] = StatusPending, key
+		f.byKey[key] = append(f.byKey[key], l.ID)
+		if !f.keep {
+			return
+		}
+		rec := &Record{ID: l.ID, Tool: l.Tool, Subcommand: nonNil(l.Subcommand), Flags: nonNil(l.Flags), Rationale: l.Rationale, Status: StatusPending}
+		if l.CreatedAt != nil {
+			rec.CreatedAt = *l.CreatedAt
+		}
+		if l.Enables != nil {
+			rec.Enables = *l.Enables
+		}
+		f.byID[l.ID] = rec
+		f.records = append(f.records, rec)
+	case StatusApproved, StatusDenied:
+		was, ok := f.status[l.ID]
+		if !ok {
+			f.warns = append(f.warns, Warning{n, "decision for unknown request " + l.ID})
+			return
+		}
+		f.status[l.ID] = l.Status
+		if was == StatusPending {
+			key := f.keyOf[l.ID]
+			delete(f.keyOf, l.ID)
+			if ids := slices.DeleteFunc(f.byKey[key], func(id string) bool { return id == l.ID }); len(ids) > 0 {
+				f.byKey[key] = ids
+			} else {
+				delete(f.byKey, key)
+			}
+		}
+		if !f.keep {
+			return
+		}
+		rec := f.byID[l.ID]
+		rec.Status, rec.DecidedAt, rec.Reason, rec.Applied = l.Status, l.DecidedAt, l.Reason, l.Applied
+		if rec.Applied == nil {
+			no := false
+			rec.Applied = &no
+		}
+		if rec.Reason == nil {
+			empty := ""
+			rec.Reason = &empty
+		}
+	default:
+		f.warns = append(f.warns, Warning{n, fmt.Sprintf("unknown status %q", l.Status)})
+	}
 }
 
 // MaxLineBytes bounds one log line; a longer one (a stray edit, a pasted
@@ -187,28 +240,43 @@ type lineReader struct {
 	max int
 }
 
-// next returns the next line without its newline; tooLong reports a line
-// that was dropped. It returns io.EOF after the last line.
-func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
-	var buf []byte
+// newLineReader reads r, which holds at most size bytes (its buffer need
+// not be larger).
+func newLineReader(r io.Reader, size int64) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, int(min(max(size, 16), 64<<10))), max: MaxLineBytes}
+}
+
+// rawLine is one line as read.
+type rawLine struct {
+	text    []byte // without its newline; nil when tooLong
+	size    int64  // bytes read, newline included
+	tooLong bool   // longer than the limit, and dropped
+	ended   bool   // ended by a newline, not by the end of the input
+}
+
+// next returns the next line, or io.EOF after the last one.
+func (lr *lineReader) next() (rawLine, error) {
+	var l rawLine
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > lr.max+1 {
-				tooLong, buf = true, nil
+		l.size += int64(len(chunk))
+		if !l.tooLong {
+			if len(l.text)+len(chunk) > lr.max+1 {
+				l.tooLong, l.text = true, nil
 			} else {
-				buf = append(buf, chunk...)
+				l.text = append(l.text, chunk...)
 			}
 		}
 		switch {
 		case err == nil:
-			return bytes.TrimSuffix(buf, []byte("\n")), tooLong, nil
+			l.text, l.ended = bytes.TrimSuffix(l.text, []byte("\n")), true
+			return l, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF) && (len(buf) > 0 || tooLong):
-			return buf, tooLong, nil
+		case errors.Is(err, io.EOF) && l.size > 0:
+			return l, nil
 		default:
-			return nil, false, err
+			return rawLine{}, err
 		}
 	}
 }
@@ -247,79 +315,125 @@ type Submitted struct {
 	// Existing is true when an identical request was already pending and
 	// no line was written.
 	Existing bool
-	// Warnings are lines the read skipped.
+	// Warnings are lines the read skipped. A Log reports each once, in
+	// the first Submit after it read the line.
 	Warnings []Warning
 }
+
+// Submit records a request in the log at path, as Open(path).Submit does.
+// It reads the whole file; a writer that submits again and again (the
+// server) keeps a Log instead.
+func Submit(path string, req Request, now time.Time) (Submitted, error) {
+	return Open(path).Submit(req, now)
+}
+
+// Decide records a decision in the log at path, as Open(path).Decide does.
+// It reads the whole file; the CLI and the admin UI decide too rarely to
+// keep a Log.
+func Decide(path, id, status, reason string, applied bool, now time.Time) error {
+	return Open(path).Decide(id, status, reason, applied, now)
+}
+
+// Log is a writer of the log at one path that remembers what it has folded,
+// so that each call reads only what was appended since its last one (by it
+// or by any other writer), not the whole file: a submit costs the same with
+// ten requests in the log as with ten thousand. It keeps ids, statuses and
+// the keys of pending requests, not every rationale.
+//
+// Every call still takes the file lock, opens the path anew and checks that
+// the file is the one it folded: the same device and inode, no smaller than
+// what it folded, and the start of the last line it folded still in place.
+// A file replaced, deleted, truncated or rewritten is folded again from the
+// start. (A rewrite in place that keeps the size and those bytes goes
+// unnoticed; writers only append.)
+//
+// A Log is safe for concurrent use, and with other writers in this and other
+// processes.
+type Log struct {
+	path string
+
+	mu     sync.Mutex
+	fold   *folder // what the file held up to offset; nil before the first call
+	dev    uint64  // the device and inode of the file folded
+	ino    uint64
+	offset int64     // the end of the last complete line folded
+	markAt int64     // the start of the last non-blank line folded
+	mark   []byte    // its first markBytes bytes, to recognise the file
+	warns  []Warning // skipped lines no Submit has returned yet
+
+	// bytesRead counts the bytes read from the file over the Log's life:
+	// the tests prove with it that a call reads only what is new.
+	bytesRead int64
+}
+
+// markBytes is how much of the last line folded a Log reads back to check
+// that the file is still the one it folded. A request or decision line
+// starts with its id, so this is unlikely to match by chance in another
+// file.
+const markBytes = 64
+
+// Open returns a Log for the file at path. It does no I/O: the first call
+// creates the file (mode 0600, in a 0700 folder) when it is missing, and
+// folds it whole.
+func Open(path string) *Log { return &Log{path: path} }
 
 // Submit records a request unless an identical one is pending, all under
 // the file lock so the check and the append are one step even across
 // processes. now is the creation time (UTC is applied).
-func Submit(path string, req Request, now time.Time) (Submitted, error) {
+func (l *Log) Submit(req Request, now time.Time) (Submitted, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out Submitted
-	err := withLock(path, func(f *os.File) error {
-		recs, warns, err := Fold(io.NewSectionReader(f, 0, 1<<62))
-		out.Warnings = warns
-		if err != nil {
-			return err
+	err := l.withFile(func(f *os.File) error {
+		if id, ok := l.fold.pending(req); ok {
+			out.ID, out.Existing = id, true
+			return nil
 		}
-		pending, ids, key := 0, map[string]bool{}, req.Key()
-		for _, r := range recs {
-			ids[r.ID] = true
-			if r.Status != StatusPending {
-				continue
-			}
-			pending++
-			if r.request().Key() == key {
-				out.ID, out.Existing = r.ID, true
-				return nil
-			}
+		if n := len(l.fold.keyOf); n >= MaxPending {
+			return fmt.Errorf("%w: %d requests await a decision", ErrPendingLimit, n)
 		}
-		if pending >= MaxPending {
-			return fmt.Errorf("%w: %d requests await a decision", ErrPendingLimit, pending)
-		}
-		id, err := newID(ids)
+		id, err := newID(l.fold.status)
 		if err != nil {
 			return err
 		}
 		out.ID = id
-		return appendLine(f, Record{
+		return l.append(f, Record{
 			ID: id, CreatedAt: now.UTC().Truncate(time.Millisecond), Tool: req.Tool, Subcommand: nonNil(req.Subcommand),
 			Flags: nonNil(req.Flags), Rationale: req.Rationale, Enables: req.Enables, Status: StatusPending,
 		})
 	})
+	out.Warnings, l.warns = l.warns, nil
 	return out, err
 }
 
 // Decide appends a decision for a pending request. It returns ErrUnknownID
 // for an id the log does not hold and ErrDecided for one already decided, so
 // two operators (the CLI and the web UI) cannot both decide one request.
-func Decide(path, id, status, reason string, applied bool, now time.Time) error {
+// Lines it skips are reported by the next Submit.
+func (l *Log) Decide(id, status, reason string, applied bool, now time.Time) error {
 	if status != StatusApproved && status != StatusDenied {
 		return fmt.Errorf("decide %s: status %q is not approved or denied", id, status)
 	}
-	return withLock(path, func(f *os.File) error {
-		recs, _, err := Fold(io.NewSectionReader(f, 0, 1<<62))
-		if err != nil {
-			return err
-		}
-		i := slices.IndexFunc(recs, func(r *Record) bool { return r.ID == id })
-		switch {
-		case i < 0:
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.withFile(func(f *os.File) error {
+		switch was, ok := l.fold.status[id]; {
+		case !ok:
 			return fmt.Errorf("%w: %s", ErrUnknownID, id)
-		case recs[i].Status != StatusPending:
-			return fmt.Errorf("%w: %s is %s", ErrDecided, id, recs[i].Status)
+		case was != StatusPending:
+			return fmt.Errorf("%w: %s is %s", ErrDecided, id, was)
 		}
-		return appendLine(f, decisionLine{ID: id, Status: status, DecidedAt: now.UTC().Truncate(time.Millisecond), Reason: reason, Applied: applied})
+		return l.append(f, decisionLine{ID: id, Status: status, DecidedAt: now.UTC().Truncate(time.Millisecond), Reason: reason, Applied: applied})
 	})
 }
 
-// withLock opens (creating, mode 0600, in a 0700 folder) and locks the log
-// for fn.
-func withLock(path string, fn func(*os.File) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+// withFile opens (creating, mode 0600, in a 0700 folder) and locks the log,
+// brings the fold up to date with it, and runs fn. The caller holds l.mu.
+func (l *Log) withFile(fn func(*os.File) error) error {
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 		return fmt.Errorf("request log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("request log: %w", err)
 	}
@@ -332,10 +446,135 @@ func withLock(path string, fn func(*os.File) error) error {
 		}
 	}
 	if err := flock(f); err != nil {
-		return fmt.Errorf("request log: lock %s: %w", path, err)
+		return fmt.Errorf("request log: lock %s: %w", l.path, err)
 	}
 	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	if err := l.catchUp(f); err != nil {
+		return fmt.Errorf("read request log %s: %w", l.path, err)
+	}
 	return fn(f)
+}
+
+// catchUp folds what was appended to f since the last call, or all of f
+// when it is not the file folded. A last line without its newline (a torn
+// write, or a hand edit) is first ended with one, as every writer does
+// before appending, so the checks that follow see what Read sees. The
+// caller holds the lock.
+func (l *Log) catchUp(f *os.File) error {
+	size, err := l.recognise(f)
+	if err != nil {
+		return err
+	}
+	if err := l.consume(l.section(f, size)); err != nil || l.offset == size {
+		return err
+	}
+	if _, err := f.Write([]byte{'\n'}); err != nil {
+		return fmt.Errorf("end a torn line: %w", err)
+	}
+	return l.consume(l.section(f, size+1))
+}
+
+// recognise returns f's size, first starting the fold afresh unless f is
+// the file folded so far.
+func (l *Log) recognise(f *os.File) (int64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := info.Size()
+	st, ok := info.Sys().(*syscall.Stat_t)
+	same := ok && l.fold != nil && uint64(st.Dev) == l.dev && uint64(st.Ino) == l.ino && size >= l.offset
+	if same && len(l.mark) > 0 {
+		buf := make([]byte, len(l.mark))
+		n, err := f.ReadAt(buf, l.markAt)
+		l.bytesRead += int64(n)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		same = bytes.Equal(buf[:n], l.mark)
+	}
+	if !same {
+		l.fold, l.offset, l.markAt, l.mark = newFolder(false), 0, 0, nil
+		if ok {
+			l.dev, l.ino = uint64(st.Dev), uint64(st.Ino)
+		}
+	}
+	return size, nil
+}
+
+// section reads f from l.offset to end, counting the bytes; consume takes
+// its result.
+func (l *Log) section(f *os.File, end int64) (io.Reader, int64) {
+	return countingReader{io.NewSectionReader(f, l.offset, end-l.offset), &l.bytesRead}, end - l.offset
+}
+
+// consume folds the lines r holds, which continue the file at l.offset,
+// and stops before a last line without its newline: that is a torn write
+// the next writer will end, not a line yet.
+func (l *Log) consume(r io.Reader, size int64) error {
+	defer func() { l.warns, l.fold.warns = append(l.warns, l.fold.warns...), nil }()
+	lines := newLineReader(r, size)
+	for {
+		rl, err := lines.next()
+		if errors.Is(err, io.EOF) || err == nil && !rl.ended {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		l.fold.add(rl)
+		if !rl.tooLong && len(bytes.TrimSpace(rl.text)) > 0 {
+			l.markAt, l.mark = l.offset, bytes.Clone(rl.text[:min(len(rl.text), markBytes)])
+		}
+		l.offset += rl.size
+	}
+}
+
+// append writes v as one line, then folds that line from memory rather than
+// reading it back: catchUp left the file ending at l.offset, and the lock
+// keeps other writers out.
+func (l *Log) append(f *os.File, v any) error {
+	data, err := encodeLine(v)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("request log: append: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("request log: sync: %w", err)
+	}
+	// A writer that ignored the lock may have appended too; then the
+	// next call reads the file instead.
+	if end, err := f.Seek(0, io.SeekCurrent); err != nil || end != l.offset+int64(len(data)) {
+		return nil
+	}
+	return l.consume(bytes.NewReader(data), int64(len(data)))
+}
+
+// encodeLine is v as JSON and a newline. HTML characters stay as they are:
+// escaping them (as json.Marshal does) makes a rationale full of < and >
+// six times its size, and nothing renders the log as HTML.
+func encodeLine(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// countingReader counts the bytes read through it into *n.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
 }
 
 // flock takes the exclusive lock, retrying when a signal interrupts the wait.
@@ -348,44 +587,16 @@ func flock(f *os.File) error {
 	}
 }
 
-// appendLine writes l as one line. A file that does not end in a newline (a
-// torn line from a crash) gets one first, so the new record starts clean.
-// The caller holds the lock.
-func appendLine(f *os.File, l any) error {
-	data, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if size := info.Size(); size > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, size-1); err != nil {
-			return err
-		}
-		if last[0] != '\n' {
-			data = append([]byte{'\n'}, data...)
-		}
-	}
-	data = append(data, '\n')
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("request log: append: %w", err)
-	}
-	return f.Sync()
-}
-
 // newID draws req_ and 8 lowercase hex digits from crypto/rand, avoiding ids
 // already used.
-func newID(used map[string]bool) (string, error) {
+func newID(used map[string]string) (string, error) {
 	for range 100 {
 		var b [4]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return "", err
 		}
 		id := "req_" + hex.EncodeToString(b[:])
-		if !used[id] {
+		if _, ok := used[id]; !ok {
 			return id, nil
 		}
 	}

@@ -2,14 +2,20 @@
 // prints its argv, environment and working directory as JSON. Its first
 // argument picks other behaviours the tests need:
 //
-//	exit N            exit with status N after printing to both streams
-//	spam N            write N bytes to stdout and N bytes to stderr
-//	sleep D           sleep for duration D
-//	grandchild FILE   start a grandchild that writes its PID to FILE and
-//	                  sleeps, then sleep; a timeout must kill both
-//	stdin             report how many bytes stdin held
-//	waitfor FILE      wait until FILE exists (at most two minutes), print
-//	                  "released" and exit 0: a call the test ends at will
+//	exit N              exit with status N after printing to both streams
+//	spam N              write N bytes to stdout and N bytes to stderr
+//	sleep D             sleep for duration D
+//	grandchild FILE     start a grandchild that writes its PID to FILE and
+//	                    sleeps, then sleep; a timeout must kill both
+//	setsid FILE [hang]  start a grandchild in a session of its own (out of
+//	                    the call's process group, stdio on /dev/null) that
+//	                    writes its PID to FILE and sleeps; once FILE is
+//	                    written, exit 0, or with "hang" sleep: only
+//	                    wraptool's subreaper can end that grandchild
+//	markwait MARK FILE  create MARK (the run has started), then as waitfor
+//	stdin               report how many bytes stdin held
+//	waitfor FILE        wait until FILE exists (at most two minutes), print
+//	                    "released" and exit 0: a call the test ends at will
 package main
 
 import (
@@ -21,6 +27,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -55,27 +62,62 @@ func main() {
 			os.Exit(2)
 		}
 		time.Sleep(time.Hour)
-	case "pidfile":
-		os.WriteFile(arg(args, 1), []byte(strconv.Itoa(os.Getpid())), 0o600)
-		time.Sleep(time.Hour)
-	case "waitfor":
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			if _, err := os.Stat(arg(args, 1)); err == nil {
-				fmt.Println("released")
-				return
+	case "setsid":
+		child := exec.Command(os.Args[0], "pidfile", arg(args, 1))
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			if data, err := os.ReadFile(arg(args, 1)); err == nil && len(data) > 0 {
+				break
 			}
 			if time.Now().After(deadline) {
-				fmt.Fprintln(os.Stderr, "waitfor: gave up")
+				fmt.Fprintln(os.Stderr, "setsid: the grandchild never wrote its pid")
 				os.Exit(3)
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
+		if arg(args, 2) == "hang" {
+			time.Sleep(time.Hour)
+		}
+	case "pidfile":
+		// Write to a temporary name and rename, so a reader never sees a
+		// partial pid.
+		tmp := arg(args, 1) + ".tmp"
+		os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())), 0o600)
+		os.Rename(tmp, arg(args, 1))
+		time.Sleep(time.Hour)
+	case "markwait":
+		if err := os.WriteFile(arg(args, 1), nil, 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		waitfor(arg(args, 2))
+	case "waitfor":
+		waitfor(arg(args, 1))
 	case "stdin":
 		n, err := io.Copy(io.Discard, os.Stdin)
 		fmt.Printf("{\"stdin_bytes\":%d,\"err\":%q}\n", n, fmt.Sprint(err))
 	default:
 		report(args)
+	}
+}
+
+// waitfor returns once file exists, printing "released"; after two minutes
+// it gives up and exits 3.
+func waitfor(file string) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(file); err == nil {
+			fmt.Println("released")
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintln(os.Stderr, "waitfor: gave up")
+			os.Exit(3)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// Warning is something in a valid config the operator should know about:
+// it loads and runs as written, but perhaps not as meant.
+type Warning struct {
+	// File is the config path as the operator gave it.
+	File string
+	// Line is 1-based; 0 when the warning has no single line.
+	Line int
+	// Path is the field path ("tools.git.allow[0].flags[1]").
+	Path string
+	// Msg says what to look at, in lower case.
+	Msg string
+}
+
+// String renders "file:line: path: msg", as an *Error does.
+func (w Warning) String() string {
+	e := Error{File: w.File, Line: w.Line, Path: w.Path, Msg: w.Msg}
+	return e.Error()
+}
+
+// Warnings lists, in document order, what `config validate` and the server
+// warn about in a loaded config: each short flag whose value-taking rests on
+// the default alone (its value is then checked like a positional argument,
+// CONTRACT §3), and each env file others may read. types answers from
+// introspection and may be nil; nothing here runs a tool.
+func (c *Config) Warnings(types policy.FlagTypes) []Warning {
+	var out []Warning
+	warn := func(p fieldPath, format string, args ...any) {
+		at := c.lines.at(p)
+		out = append(out, Warning{File: c.File, Line: at.line, Path: p.String(), Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, name := range sortedKeys(c.Tools) {
+		t := c.Tools[name]
+		tp := fieldPath{}.key("tools").key(name)
+		for i, f := range t.EnvFiles {
+			if readableByOthers(f) {
+				warn(tp.key("env_files").index(i), "%s is readable by group or others, and env files usually hold secrets; fix with: chmod 600 %s", f, f)
+			}
+		}
+		for i, r := range t.Allow {
+			for j, f := range r.Flags {
+				if !policy.IsShortFlag(f) || slices.Contains(r.Seeded, f) || r.Denies(f) {
+					continue
+				}
+				typ, proven := policy.TypeOf(r.FlagConstraints[f], types, name, r.Subcommand, f)
+				if proven || typ != policy.TypeString {
+					continue
+				}
+				warn(tp.key("allow").index(i).key("flags").index(j),
+					"%s has no type, so wraptool passes it as \"%s value\" and checks that value like a positional argument "+
+						"(a tool that reads %s as a switch would take the value as an argument); say which it is with "+
+						"flag_constraints[%s].type: boolean for a switch, string or integer for a value",
+					f, f, f, strconv.Quote(f))
+			}
+		}
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		s := c.MCPServers[name]
+		for i, f := range s.EnvFiles {
+			if readableByOthers(f) {
+				warn(fieldPath{}.key("mcp_servers").key(name).key("env_files").index(i),
+					"%s is readable by group or others, and env files usually hold secrets; fix with: chmod 600 %s", f, f)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Warning) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return out
+}

@@ -1,0 +1,148 @@
+package toolset
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// protectedSet is wraptool's own files (Runtime.Protected) and the folders
+// holding them, resolved once for one call. Each file counts under two
+// names, its folder's symlinks resolved and, when it exists, the whole path
+// resolved; its folder under both names' folders. Existing ones are also
+// kept by identity (device and inode), which catches hard links and bind
+// mounts.
+type protectedSet struct {
+	files, folders map[string]bool
+	infos          []os.FileInfo
+}
+
+func newProtectedSet(paths []string) *protectedSet {
+	ps := &protectedSet{files: map[string]bool{}, folders: map[string]bool{}}
+	addInfo := func(path string) {
+		if info, err := os.Stat(path); err == nil {
+			ps.infos = append(ps.infos, info)
+		}
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			continue // the lead passes absolute paths; a relative one names nothing stable
+		}
+		names := []string{locate(p)}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			names = append(names, real)
+			addInfo(p)
+		}
+		for _, name := range names {
+			ps.files[name] = true
+			ps.folders[filepath.Dir(name)] = true
+			addInfo(filepath.Dir(name))
+		}
+	}
+	return ps
+}
+
+// names reports whether the absolute path p names a protected file or
+// folder: its folder-resolved or fully resolved form is one of them, or it
+// exists and is the same file as one. A path merely inside a protected
+// folder names nothing.
+func (ps *protectedSet) names(p string) bool {
+	forms := []string{locate(p)}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		forms = append(forms, real)
+	}
+	for _, f := range forms {
+		if ps.files[f] || ps.folders[f] {
+			return true
+		}
+	}
+	if info, err := os.Stat(p); err == nil {
+		return ps.same(info)
+	}
+	return false
+}
+
+// isFolder reports whether the directory at the resolved path real, whose
+// opened handle reports info, is a protected folder.
+func (ps *protectedSet) isFolder(real string, info os.FileInfo) bool {
+	return ps.folders[real] || ps.same(info)
+}
+
+func (ps *protectedSet) same(info os.FileInfo) bool {
+	for _, pi := range ps.infos {
+		if os.SameFile(info, pi) {
+			return true
+		}
+	}
+	return false
+}
+
+// locate cleans the absolute path p after resolving the symlinks of its
+// folder, as the kernel would walk it: the deepest existing ancestor is
+// resolved and the rest, which cannot hold symlinks yet, is joined to it and
+// cleaned (so "x/new/../config.yaml" still lands on config.yaml). The last
+// element itself is left unresolved.
+func locate(p string) string {
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "/"
+	}
+	i := strings.LastIndexByte(p, '/')
+	dir, rest := p[:i], p[i+1:]
+	for {
+		d := dir
+		if d == "" {
+			d = "/"
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if dir == "" {
+			return filepath.Clean(p)
+		}
+		j := strings.LastIndexByte(dir, '/')
+		dir, rest = dir[:j], dir[j+1:]+"/"+rest
+	}
+}
+
+// candidates reads a client-chosen token as paths: absolute as it is; "~"
+// and "~/…" under each of homes; anything else relative to base, the
+// call's checked working directory (none when base is ""). An empty token
+// names nothing.
+func candidates(value, base string, homes []string) []string {
+	switch {
+	case value == "", base == "" && !filepath.IsAbs(value) && value != "~" && !strings.HasPrefix(value, "~/"):
+		return nil
+	case filepath.IsAbs(value):
+		return []string{value}
+	case value == "~" || strings.HasPrefix(value, "~/"):
+		var out []string
+		for _, h := range homes {
+			out = append(out, h+value[1:])
+		}
+		return out
+	}
+	return []string{base + "/" + value}
+}
+
+// homes are the folders "~" may stand for: the server's HOME, and the
+// child's when its environment sets another.
+func homes(rt Runtime) []string {
+	var out []string
+	for _, h := range []string{rt.Home, envValue(rt.Env, "HOME")} {
+		if filepath.IsAbs(h) && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
