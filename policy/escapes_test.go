@@ -211,9 +211,12 @@ func TestUnprovenShortFlagValueIsAPositional(t *testing.T) {
 		if got, want := strings.Join(d.Argv, " "), "/usr/bin/git -P status -C /srv"; got != want {
 			t.Errorf("argv: got %q, want %q", got, want)
 		}
-		want := []PathArg{{"value of '-C'", "/srv"}, {"positional argument 'status'", "status"}}
+		want := []PathArg{{"-C", "/srv"}, {"", "status"}}
 		if len(d.Paths) != len(want) || d.Paths[0] != want[0] || d.Paths[1] != want[1] {
 			t.Errorf("paths: got %+v, want %+v", d.Paths, want)
+		}
+		if got, want := d.Paths[0].Subject()+"; "+d.Paths[1].Subject(), "value of '-C'; positional argument 'status'"; got != want {
+			t.Errorf("subjects: got %q, want %q", got, want)
 		}
 	})
 }

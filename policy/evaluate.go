@@ -43,12 +43,21 @@ type Decision struct {
 // PathArg is one client-chosen argv token the runner checks against
 // wraptool's own files.
 type PathArg struct {
-	// Subject names the token in a refusal: "value of '--output'", or
-	// "positional argument '~/x'" (already quoted as the denial needs).
-	// The reason is Subject + " names a file wraptool protects".
-	Subject string
+	// Flag is the flag whose value Value is; "" for a positional argument
+	// (an unproven short flag's value counts as one).
+	Flag string
 	// Value is the token as it reaches argv.
 	Value string
+}
+
+// Subject names the token in a refusal: "value of '--output'", or
+// "positional argument '~/x'" (quoted as a denial needs). It is built only
+// for a refusal, so an allowed call pays nothing for it.
+func (a PathArg) Subject() string {
+	if a.Flag != "" {
+		return "value of '" + a.Flag + "'"
+	}
+	return "positional argument " + Quote(a.Value)
 }
 
 // Allowed reports whether the call may run.
@@ -129,7 +138,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 	argv = append(argv, t.binary)
 	argv = append(argv, r.sub...)
 	var (
-		paths []PathArg
+		paths = make([]PathArg, 0, len(c.Params))
 		// positionals are the tokens held to the positional rules, in
 		// argv order: unproven short values, then args.
 		positionals []string
@@ -159,7 +168,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 		case f.Unproven:
 			positionals = append(positionals, val)
 		case f.Type == TypeString:
-			paths = append(paths, PathArg{Subject: "value of '" + f.Flag + "'", Value: val})
+			paths = append(paths, PathArg{Flag: f.Flag, Value: val})
 		}
 	}
 	if help == nil {
@@ -177,7 +186,11 @@ func (p *Policy) Evaluate(c Call) Decision {
 	if !argsOK {
 		return d.refused(c, r, KindArgCount, "value of 'args' must be an array of strings")
 	}
-	positionals = append(positionals, args...)
+	if len(positionals) == 0 {
+		positionals = args // nothing to prepend: no copy
+	} else {
+		positionals = append(positionals, args...)
+	}
 	if n := len(positionals); r.positionalMax >= 0 && n > r.positionalMax {
 		noun := "arguments are"
 		if r.positionalMax == 1 {
@@ -201,7 +214,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 	}
 	argv = append(argv, args...)
 	for _, a := range positionals {
-		paths = append(paths, PathArg{Subject: "positional argument " + Quote(a), Value: a})
+		paths = append(paths, PathArg{Value: a})
 	}
 
 	if v, ok := c.Params[CwdProperty]; ok && v != nil {

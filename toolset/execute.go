@@ -102,7 +102,7 @@ func protectedReason(d policy.Decision, rt Runtime, dir *os.File, real string) s
 	for _, pa := range d.Paths {
 		for _, p := range candidates(pa.Value, base, h) {
 			if ps.names(p) {
-				return pa.Subject + " names a file wraptool protects"
+				return pa.Subject() + " names a file wraptool protects"
 			}
 		}
 	}
