@@ -4,7 +4,12 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # Run every CI gate.
-ci: fmt-check vet tidy-check test
+ci: fmt-check vet staticcheck tidy-check test
+
+# staticcheck, pinned as .ci/run pins it.
+staticcheck:
+    GOBIN="$(go env GOPATH)/bin" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+    "$(go env GOPATH)/bin/staticcheck" ./...
 
 # Build the wraptool binary into ./wraptool.
 build:

@@ -11,23 +11,33 @@ import (
 // editor's CREATE, WRITE and CHMOD of one save arrive within it.
 const DebounceDelay = 200 * time.Millisecond
 
-// Debouncer coalesces bursts of file events into one ReloadRequest, sent
-// once no event has arrived for its delay (a trailing debounce).
+// Debouncer turns bursts of file events into one FileChanged ring, once no
+// event has arrived for its delay (a trailing debounce).
 type Debouncer struct {
-	in    <-chan messages.FileChanged
-	out   chan<- messages.ReloadRequest
-	delay time.Duration
+	in, out messages.Doorbell
+	delay   time.Duration
 }
 
-// NewDebouncer debounces in into out; a zero delay means DebounceDelay.
-func NewDebouncer(in <-chan messages.FileChanged, out chan<- messages.ReloadRequest, delay time.Duration) *Debouncer {
-	if delay <= 0 {
-		delay = DebounceDelay
+// DebouncerOptions configure a Debouncer.
+type DebouncerOptions struct {
+	// FileEvents rings for every relevant file event (the watcher's).
+	FileEvents messages.Doorbell
+	// FileChanged is rung once a burst is over (the loader's).
+	FileChanged messages.Doorbell
+	// Delay is the quiet period; zero means DebounceDelay.
+	Delay time.Duration
+}
+
+// NewDebouncer debounces o.FileEvents into o.FileChanged.
+func NewDebouncer(o DebouncerOptions) *Debouncer {
+	if o.Delay <= 0 {
+		o.Delay = DebounceDelay
 	}
-	return &Debouncer{in: in, out: out, delay: delay}
+	return &Debouncer{in: o.FileEvents, out: o.FileChanged, delay: o.Delay}
 }
 
-// Run debounces until ctx is done.
+// Run debounces until ctx is done. Its one timer is owned by the loop and
+// reset on each event.
 func (d *Debouncer) Run(ctx context.Context) error {
 	timer := time.NewTimer(d.delay)
 	timer.Stop()
@@ -39,11 +49,7 @@ func (d *Debouncer) Run(ctx context.Context) error {
 		case <-d.in:
 			timer.Reset(d.delay)
 		case <-timer.C:
-			select {
-			case d.out <- messages.ReloadRequest{Cause: "file"}:
-			case <-ctx.Done():
-				return nil
-			}
+			ring(d.out)
 		}
 	}
 }

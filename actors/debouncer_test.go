@@ -15,33 +15,33 @@ func TestDebouncer(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		name string
-		// events are when each FileChanged arrives, from the start.
+		// events are when FileEvents rings, from the start.
 		events []time.Duration
-		// want are when each ReloadRequest is sent, from the start.
+		// want are when FileChanged rings, from the start.
 		want []time.Duration
 	}{
 		{
-			name:   "one event yields one reload 200 ms later",
+			name:   "one event yields one ring 200 ms later",
 			events: []time.Duration{0},
 			want:   []time.Duration{200 * ms},
 		},
 		{
-			name:   "a burst within 200 ms yields one reload 200 ms after its last event",
+			name:   "a burst within 200 ms yields one ring 200 ms after its last event",
 			events: []time.Duration{0, 20 * ms, 50 * ms, 150 * ms, 340 * ms},
 			want:   []time.Duration{540 * ms},
 		},
 		{
-			name:   "two bursts more than 200 ms apart yield two reloads",
+			name:   "two bursts more than 200 ms apart yield two rings",
 			events: []time.Duration{0, 50 * ms, 100 * ms, 301 * ms, 400 * ms},
 			want:   []time.Duration{300 * ms, 600 * ms},
 		},
 		{
-			name:   "an event 1 ms before the delay runs out postpones the reload",
+			name:   "an event 1 ms before the delay runs out postpones the ring",
 			events: []time.Duration{0, 199 * ms},
 			want:   []time.Duration{399 * ms},
 		},
 		{
-			name:   "no events yield no reload",
+			name:   "no events yield no ring",
 			events: nil,
 			want:   nil,
 		},
@@ -54,15 +54,13 @@ func TestDebouncer(t *testing.T) {
 
 				begin := time.Now()
 				var got []time.Duration
-				var reqs []messages.ReloadRequest
 				collected := make(chan struct{})
 				go func() {
 					defer close(collected)
 					for {
 						select {
-						case r := <-out:
+						case <-out:
 							got = append(got, time.Since(begin))
-							reqs = append(reqs, r)
 						case <-ctx.Done():
 							return
 						}
@@ -70,9 +68,9 @@ func TestDebouncer(t *testing.T) {
 				}()
 				for _, at := range tt.events {
 					time.Sleep(at - time.Since(begin))
-					in <- messages.FileChanged{Path: "/cfg/config.yaml", Op: "WRITE"}
+					ring(in)
 				}
-				// Long after the last possible reload, everything is settled.
+				// Long after the last possible ring, everything is settled.
 				time.Sleep(10 * DebounceDelay)
 				synctest.Wait()
 				cancel()
@@ -80,14 +78,8 @@ func TestDebouncer(t *testing.T) {
 				if err := <-done; err != nil {
 					t.Errorf("Run returned %v, want nil", err)
 				}
-
 				if !slices.Equal(got, tt.want) {
-					t.Errorf("reloads sent at %v, want %v", got, tt.want)
-				}
-				for i, r := range reqs {
-					if want := (messages.ReloadRequest{Cause: "file"}); r != want {
-						t.Errorf("reload %d = %+v, want %+v", i, r, want)
-					}
+					t.Errorf("FileChanged rang at %v, want %v", got, tt.want)
 				}
 			})
 		})
@@ -97,16 +89,40 @@ func TestDebouncer(t *testing.T) {
 func TestDebouncerUsesTheGivenDelay(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		in := make(chan messages.FileChanged)
-		out := make(chan messages.ReloadRequest)
-		stop := start(t, NewDebouncer(in, out, time.Second))
+		in, out := make(messages.Doorbell, 1), make(messages.Doorbell, 1)
+		stop := start(t, NewDebouncer(DebouncerOptions{FileEvents: in, FileChanged: out, Delay: time.Second}))
 		begin := time.Now()
-		in <- messages.FileChanged{Path: "/cfg/config.yaml", Op: "WRITE"}
+		ring(in)
 		<-out
 		if got := time.Since(begin); got != time.Second {
-			t.Errorf("reload sent after %v, want %v", got, time.Second)
+			t.Errorf("FileChanged rang after %v, want %v", got, time.Second)
 		}
 		if err := stop(); err != nil {
+			t.Errorf("Run returned %v, want nil", err)
+		}
+	})
+}
+
+// A busy loader never holds the debouncer up: with its ring unanswered, the
+// debouncer still takes every event, and the rings collapse into one.
+func TestDebouncerNeverBlocksOnABusyLoader(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		in, out, _, cancel, done := startDebouncer(t)
+		for i := range 3 {
+			ring(in)
+			synctest.Wait()
+			if len(in) != 0 {
+				t.Fatalf("event %d: FileEvents still holds its ring, want the debouncer to have taken it", i+1)
+			}
+			time.Sleep(2 * DebounceDelay) // nobody answers FileChanged
+			synctest.Wait()
+		}
+		if got := drain(out); got != 1 {
+			t.Errorf("FileChanged holds %d rings after three bursts nobody answered, want 1", got)
+		}
+		cancel()
+		if err := <-done; err != nil {
 			t.Errorf("Run returned %v, want nil", err)
 		}
 	})
@@ -117,23 +133,23 @@ func TestDebouncerStops(t *testing.T) {
 	tests := []struct {
 		name string
 		// before runs with the debouncer started, before ctx is cancelled.
-		before func(in chan<- messages.FileChanged)
+		before func(in messages.Doorbell)
 	}{
 		{
 			name:   "cancelling ctx while idle stops Run",
-			before: func(chan<- messages.FileChanged) {},
+			before: func(messages.Doorbell) {},
 		},
 		{
-			name: "cancelling ctx while a reload waits for the loader stops Run",
-			before: func(in chan<- messages.FileChanged) {
-				in <- messages.FileChanged{Path: "/cfg/config.yaml", Op: "WRITE"}
-				time.Sleep(2 * DebounceDelay) // nobody reads the reload
+			name: "cancelling ctx with a ring nobody answered stops Run",
+			before: func(in messages.Doorbell) {
+				ring(in)
+				time.Sleep(2 * DebounceDelay) // nobody reads FileChanged
 			},
 		},
 		{
-			name: "cancelling ctx while a reload is pending stops Run",
-			before: func(in chan<- messages.FileChanged) {
-				in <- messages.FileChanged{Path: "/cfg/config.yaml", Op: "WRITE"}
+			name: "cancelling ctx while a ring is pending stops Run",
+			before: func(in messages.Doorbell) {
+				ring(in)
 				time.Sleep(DebounceDelay / 2)
 			},
 		},
@@ -155,13 +171,12 @@ func TestDebouncerStops(t *testing.T) {
 				default:
 					t.Fatal("Run is still running after its context was cancelled")
 				}
-				// Nothing may be sent once stopped, however long we wait.
+				// Nothing may ring once stopped, however long we wait.
+				drain(out)
 				time.Sleep(10 * DebounceDelay)
 				synctest.Wait()
-				select {
-				case r := <-out:
-					t.Errorf("got %+v after Run returned, want nothing", r)
-				default:
+				if rang(out) {
+					t.Error("FileChanged rang after Run returned, want nothing")
 				}
 			})
 		})
@@ -170,11 +185,10 @@ func TestDebouncerStops(t *testing.T) {
 
 // startDebouncer runs a debouncer with the default delay inside a synctest
 // bubble; done receives Run's result once cancel has stopped it.
-func startDebouncer(t *testing.T) (chan messages.FileChanged, chan messages.ReloadRequest, context.Context, context.CancelFunc, <-chan error) {
-	in := make(chan messages.FileChanged)
-	out := make(chan messages.ReloadRequest)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- NewDebouncer(in, out, 0).Run(ctx) }()
-	return in, out, ctx, cancel, done
+func startDebouncer(t *testing.T) (in, out messages.Doorbell, ctx context.Context, cancel context.CancelFunc, done <-chan error) {
+	in, out = make(messages.Doorbell, 1), make(messages.Doorbell, 1)
+	ctx, cancel = context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- NewDebouncer(DebouncerOptions{FileEvents: in, FileChanged: out}).Run(ctx) }()
+	return in, out, ctx, cancel, errc
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,11 @@ const wait = 10 * time.Second
 // quiet is how long a test watches for something that must not happen,
 // where nothing else can tell it that the moment has passed.
 const quiet = 300 * time.Millisecond
+
+// prompt bounds what must end "promptly": a stop that must not wait for a
+// load, a lock or a signal nobody reads. It is well below the delays a
+// broken actor would show (jsonl.LockTimeout, a load that never ends).
+const prompt = 2 * time.Second
 
 // logSink is an io.Writer for a slog handler that keeps every record and
 // rings a doorbell on each, so a test can wait for a log line without
@@ -67,16 +73,22 @@ func (s *logSink) lines(parts ...string) []string {
 // waitFor blocks until a line containing every one of parts is logged.
 func (s *logSink) waitFor(t *testing.T, parts ...string) {
 	t.Helper()
+	s.waitForN(t, 1, parts...)
+}
+
+// waitForN blocks until n lines containing every one of parts are logged.
+func (s *logSink) waitForN(t *testing.T, n int, parts ...string) {
+	t.Helper()
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	for {
-		if len(s.lines(parts...)) > 0 {
+		if len(s.lines(parts...)) >= n {
 			return
 		}
 		select {
 		case <-s.bell:
 		case <-timeout.C:
-			t.Fatalf("no log line with %q after %v; log:\n%s", parts, wait, s.String())
+			t.Fatalf("got %d log lines with %q after %v, want %d; log:\n%s", len(s.lines(parts...)), parts, wait, n, s.String())
 		}
 	}
 }
@@ -137,6 +149,81 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// waitUntil polls cond until it holds, failing the test after wait. It is
+// for states nothing signals (a doorbell emptied by its receiver).
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-timeout.C:
+			t.Fatalf("%s: not within %v", what, wait)
+		}
+	}
+}
+
+// rang reports whether d holds a ring, taking it.
+func rang(d messages.Doorbell) bool {
+	select {
+	case <-d:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain takes every ring d holds and returns how many there were (more
+// than one only for a doorbell a test made with a larger buffer, to count
+// rings).
+func drain(d messages.Doorbell) int {
+	n := 0
+	for rang(d) {
+		n++
+	}
+	return n
+}
+
+// testSnapshots is a Snapshots a test can change. It counts Current calls
+// and rings a bell on each, so a test can wait for an actor to read it.
+type testSnapshots struct {
+	cur   atomic.Pointer[Snapshot]
+	calls atomic.Int64
+	bell  messages.Doorbell
+}
+
+func newTestSnapshots(s *Snapshot) *testSnapshots {
+	ts := &testSnapshots{bell: make(messages.Doorbell, 1)}
+	ts.cur.Store(s)
+	return ts
+}
+
+func (s *testSnapshots) Current() *Snapshot {
+	s.calls.Add(1)
+	ring(s.bell)
+	return s.cur.Load()
+}
+
+// Store puts n in service.
+func (s *testSnapshots) Store(n *Snapshot) { s.cur.Store(n) }
+
+// waitCalls blocks until Current has been called n times in all.
+func (s *testSnapshots) waitCalls(t *testing.T, n int64) {
+	t.Helper()
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for s.calls.Load() < n {
+		select {
+		case <-s.bell:
+		case <-timeout.C:
+			t.Fatalf("Current was called %d times within %v, want %d", s.calls.Load(), wait, n)
+		}
+	}
+}
+
 // configFixture is a folder with a config, the token file it names and an
 // executable for its tool: a shell script in the folder (never run by these
 // tests; it only has to be an executable file only its owner may write).
@@ -193,14 +280,14 @@ func (f *configFixture) config(t *testing.T, level, flags string) string {
 	return fmt.Sprintf(baseConfig, level, f.tool(), flags)
 }
 
-// load loads the fixture's config as start-up does.
-func (f *configFixture) load(t *testing.T) messages.ConfigLoaded {
+// load loads the fixture's config as a reload does.
+func (f *configFixture) load(t *testing.T) *config.Loaded {
 	t.Helper()
-	m, err := LoadConfig(f.path, f.opts)
+	l, err := config.LoadFile(t.Context(), f.path, &config.LoadOptions{Paths: f.opts})
 	if err != nil {
-		t.Fatalf("LoadConfig(%s): %v", f.path, err)
+		t.Fatalf("config.LoadFile(%s): %v", f.path, err)
 	}
-	return m
+	return l
 }
 
 func writeFile(t *testing.T, path, body string) {

@@ -1,18 +1,12 @@
 package actors
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,21 +14,23 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/webui/httpguard"
 )
 
-// Limits and timeouts of the MCP listener (CONTRACT §9). Each bounds what
+// Limits and timeouts of the MCP listener (see the README, Serving). Each bounds what
 // one client, authenticated or not, can hold of the server.
 const (
 	// MaxBodyBytes bounds the memory one request can make the hub hold;
 	// MCP messages are far smaller.
-	MaxBodyBytes = 4 << 20
+	MaxBodyBytes = httpguard.DefaultMaxBodyBytes
 	// ReadHeaderTimeout frees a connection whose client opens it and then
 	// sends no (or a slow) request head.
 	ReadHeaderTimeout = 10 * time.Second
 	// BodyTimeout frees a connection whose client declares a body and then
 	// stalls. It applies only while the body is read, so streams and long
 	// tool calls are not cut.
-	BodyTimeout = 30 * time.Second
+	BodyTimeout = httpguard.DefaultBodyTimeout
 	// IdleTimeout frees a keep-alive connection no client uses any more.
 	IdleTimeout = 120 * time.Second
 	// MaxConns keeps a flood of connections from using up the process's
@@ -55,8 +51,9 @@ type Hub struct {
 	server     *mcp.Server
 	transport  string
 	listen     string
-	token      func() string
-	abortCalls context.CancelFunc
+	snapshots  Snapshots
+	runs       context.Context    // done when in-flight tool runs must be killed
+	abortCalls context.CancelFunc // ends runs
 	grace      time.Duration
 	// bodyTimeout, idleTimeout and maxConns are the HubOptions limits,
 	// defaults applied.
@@ -83,12 +80,10 @@ type HubOptions struct {
 	Transport string
 	// Listen is host:port, or the socket path.
 	Listen string
-	// Token returns the bearer token required now, read on every request so
-	// a rotated token applies at once; nil or "" means no authentication.
-	Token func() string
-	// AbortCalls kills in-flight tool runs once the grace period is over;
-	// nil means there is nothing to kill.
-	AbortCalls context.CancelFunc
+	// Snapshots give the bearer token required now (Snapshot.MCPToken),
+	// read on every request so a rotated token applies at once; nil, or an
+	// empty token, means no authentication.
+	Snapshots Snapshots
 	// Grace bounds how long in-flight calls may run on stop; zero means
 	// ShutdownGrace.
 	Grace time.Duration
@@ -108,12 +103,6 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.Grace <= 0 {
 		o.Grace = ShutdownGrace
 	}
-	if o.Token == nil {
-		o.Token = func() string { return "" }
-	}
-	if o.AbortCalls == nil {
-		o.AbortCalls = func() {}
-	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = BodyTimeout
 	}
@@ -123,8 +112,9 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.MaxConns <= 0 {
 		o.MaxConns = MaxConns
 	}
-	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, token: o.Token,
-		abortCalls: o.AbortCalls, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
+	runs, abort := context.WithCancel(context.Background())
+	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, snapshots: o.Snapshots,
+		runs: runs, abortCalls: abort, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
 		maxConns: o.MaxConns, log: log.With("component", "hub"), idle: make(chan struct{}),
 		done: make(chan struct{})}
 	close(h.idle)
@@ -210,9 +200,18 @@ func (h *Hub) URL() string {
 	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
-// Done is closed once Run has returned: the listener is closed and every
-// session has ended.
-func (h *Hub) Done() <-chan struct{} { return h.done }
+// Calls is done when in-flight tool runs must be killed: once the shutdown
+// grace period is over, and at the latest when Run returns. Every wrapped
+// tool's run derives from it (see RegistryOptions.Calls).
+func (h *Hub) Calls() context.Context { return h.runs }
+
+// token is the bearer token required now: the snapshot's, "" for none.
+func (h *Hub) token() string {
+	if h.snapshots == nil {
+		return ""
+	}
+	return h.snapshots.Current().MCPToken
+}
 
 // Close releases the listener of a hub whose Run never started (start-up
 // failed after Listen). After Run it does nothing: Run has cleaned up, and
@@ -236,6 +235,7 @@ func (h *Hub) Close() {
 // MaxConns connections are open at once.
 func (h *Hub) Run(ctx context.Context) error {
 	defer close(h.done)
+	defer h.abortCalls()
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: h.idleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(limitConns(h.ln, h.maxConns)) }()
@@ -305,11 +305,19 @@ func (h *Hub) removeSocket() {
 	}
 }
 
-// Handler is the whole HTTP surface. Every request body gets the body
-// timeout to arrive, on every route, so neither a handler nor net/http
-// (which reads what a handler left of a body to reuse the connection) waits
-// on a stalled client for ever.
+// Handler is the whole HTTP surface, valid after Listen: /sse and /mcp
+// behind the guard (DNS-rebinding check on a loopback listener, bearer
+// token, body limits), /healthz open. Every request body, on every route,
+// gets the body timeout to arrive, so neither a handler nor net/http (which
+// reads what a handler left of a body to reuse the connection) waits on a
+// stalled client for ever.
 func (h *Hub) Handler() http.Handler {
+	guard := httpguard.New(&httpguard.Options{
+		Hosts:        httpguard.LoopbackHosts(h.ln.Addr()),
+		Token:        h.token,
+		MaxBodyBytes: MaxBodyBytes,
+		BodyTimeout:  h.bodyTimeout,
+	})
 	getServer := func(*http.Request) *mcp.Server { return h.server }
 	sse := mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: MaxBodyBytes})
 	streamable := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -321,137 +329,9 @@ func (h *Hub) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok"))
 	})
-	mux.Handle("/sse", h.guard(sse))
-	mux.Handle("/mcp", h.guard(streamable))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Only a request with a body gets the deadline: a request without
-		// one is already past it, and net/http then watches the connection
-		// for the client going away, a read a deadline would end (and with
-		// it the request's context, so a GET stream).
-		if hasBody(r) {
-			http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTimeout))
-		}
-		mux.ServeHTTP(w, r)
-	})
-}
-
-// guard applies, in this order, the DNS-rebinding check (loopback TCP
-// listeners only), the bearer token and the body size. A refused request
-// is answered at once and its connection closed, without reading its body.
-// An admitted one has its body read whole under the body deadline, which is
-// then cleared, so the SDK's handler gets an in-memory body and its
-// response (a stream, a long call) is never cut by the deadline.
-func (h *Hub) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if allowed := h.loopbackNames(); allowed != nil {
-			if !allowed[strings.ToLower(r.Host)] {
-				refuse(w, r, http.StatusForbidden, "forbidden: Host is not this server's loopback name")
-				return
-			}
-			if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, allowed) {
-				refuse(w, r, http.StatusForbidden, "forbidden: Origin is not this server's loopback name")
-				return
-			}
-		}
-		if tok := h.token(); tok != "" && !bearerMatches(r.Header.Get("Authorization"), tok) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="wraptool"`)
-			refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token>")
-			return
-		}
-		if hasBody(r) {
-			body, status, msg := readBody(w, r)
-			if status != 0 {
-				refuse(w, r, status, msg)
-				return
-			}
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// hasBody reports whether r announces a body (a Content-Length or chunked).
-func hasBody(r *http.Request) bool {
-	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
-}
-
-// readBody reads r's body whole, up to MaxBodyBytes, under the deadline
-// Handler set, and then clears that deadline. A status other than 0 (with
-// its message) says why the body was not read.
-func readBody(w http.ResponseWriter, r *http.Request) (body []byte, status int, msg string) {
-	tooLarge := fmt.Sprintf("request body too large: the limit is %d bytes", MaxBodyBytes)
-	if r.ContentLength > MaxBodyBytes {
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var maxBytes *http.MaxBytesError
-	switch {
-	case errors.As(err, &maxBytes):
-		return nil, http.StatusRequestEntityTooLarge, tooLarge
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return nil, http.StatusRequestTimeout, "request body did not arrive in time"
-	case err != nil:
-		return nil, http.StatusBadRequest, "cannot read request body"
-	}
-	// net/http clears the deadline too once it sees the body's end; doing
-	// it here does not depend on that.
-	http.NewResponseController(w).SetReadDeadline(time.Time{})
-	return body, 0, ""
-}
-
-// refuse answers r with status and msg, and closes the connection without
-// reading what is left of r's body: a client that announces a body and
-// never sends it must not hold the connection.
-//
-// Connection: close alone is not enough. It does keep net/http from
-// draining the body before writing the response (chunkWriter.writeHeader
-// skips that when the connection will close), but once the handler returns,
-// finishRequest closes the body, and body.Close still reads up to
-// maxPostHandlerReadBytes of a declared body to find its end, waiting on
-// the client. An expired read deadline makes that read fail at once (only
-// bytes already buffered are consumed), so the response goes out, the
-// connection closes, and nothing waits for the body.
-func refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	w.Header().Set("Connection", "close")
-	if hasBody(r) {
-		http.NewResponseController(w).SetReadDeadline(time.Now())
-	}
-	http.Error(w, msg, status)
-}
-
-// loopbackNames lists the Host values a loopback listener answers to
-// (localhost, 127.0.0.1 and [::1] with its port), or nil when the check
-// does not apply (a unix socket or a non-loopback address).
-func (h *Hub) loopbackNames() map[string]bool {
-	tcp, ok := h.ln.Addr().(*net.TCPAddr)
-	if !ok || !tcp.IP.IsLoopback() {
-		return nil
-	}
-	port := fmt.Sprint(tcp.Port)
-	return map[string]bool{
-		"localhost:" + port: true,
-		"127.0.0.1:" + port: true,
-		"[::1]:" + port:     true,
-	}
-}
-
-func originAllowed(origin string, allowed map[string]bool) bool {
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return allowed[strings.ToLower(u.Host)]
-}
-
-// bearerMatches compares in constant time; hashing first hides the
-// token's length as well. The scheme is case-insensitive (RFC 7235).
-func bearerMatches(header, token string) bool {
-	scheme, got, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+	mux.Handle("/sse", guard.Wrap(sse))
+	mux.Handle("/mcp", guard.Wrap(streamable))
+	return guard.Deadline(mux)
 }
 
 // listenUnix binds a socket with mode 0600. A stale socket left by a dead

@@ -9,69 +9,125 @@ import (
 	"github.com/wraptool/wraptool/policy/config"
 )
 
-// Loader turns a ReloadRequest into a fully built configuration, or a
-// logged rejection that leaves the running one in place.
+// LoadFunc loads the config at path as config.LoadFile does; tests of the
+// loader (and of serve) hand in one that is slow or fails on cue.
+type LoadFunc func(ctx context.Context, path string, o *config.LoadOptions) (*config.Loaded, error)
+
+// Loader turns a reload trigger into a fully built configuration, or a
+// logged rejection that leaves the running one in place. It does no domain
+// work of its own: building is config.LoadFile's (the one load path).
 type Loader struct {
-	in   <-chan messages.ReloadRequest
-	out  chan<- messages.ConfigLoaded
-	path string
-	opts *config.Options
-	// needToken is set when the running listener is reachable from other
-	// hosts: a reload may then not remove the MCP token, because the
-	// listener itself only changes with a restart.
-	needToken string
-	log       *slog.Logger
+	fileChanged, reloadNow messages.Doorbell
+	out                    chan<- messages.ConfigLoaded
+	path                   string
+	opts                   *config.LoadOptions
+	load                   LoadFunc
+	needToken              string
+	log                    *slog.Logger
 
 	running string // hash of what the holder runs
 }
 
-// NewLoader loads path on each request; running is the hash of the config
-// already in service. needToken, when not empty, names the running listener
-// that is not loopback-only: a config without an MCP token is then refused.
-func NewLoader(path string, opts *config.Options, running, needToken string, in <-chan messages.ReloadRequest, out chan<- messages.ConfigLoaded, log *slog.Logger) *Loader {
-	return &Loader{in: in, out: out, path: path, opts: opts, running: running, needToken: needToken, log: log.With("component", "loader")}
+// LoaderOptions configure a Loader.
+type LoaderOptions struct {
+	// Path is the config file, absolute.
+	Path string
+	// Paths resolve "~" and the platform folders; nil means the process's.
+	Paths *config.Options
+	// Load builds a config; nil means config.LoadFile.
+	Load LoadFunc
+	// Running is the hash of the config already in service, so an event
+	// on unchanged files is skipped from the first.
+	Running string
+	// NeedToken, when not empty, names the running listener, which other
+	// hosts can reach: a reload may then not remove the MCP token, because
+	// the listener itself only changes with a restart.
+	NeedToken string
+	// FileChanged and ReloadNow are the triggers: a debounced file change,
+	// and SIGHUP, which wins when both are rung.
+	FileChanged, ReloadNow messages.Doorbell
+	// Loaded receives each built config (the policy holder's input).
+	Loaded chan<- messages.ConfigLoaded
+	// Log receives "config rejected", warnings and "reload skipped"
+	// (debug); nil discards them.
+	Log *slog.Logger
 }
 
-// Run handles reload requests until ctx is done.
+// NewLoader loads o.Path on each trigger.
+func NewLoader(o LoaderOptions) *Loader {
+	if o.Load == nil {
+		o.Load = config.LoadFile
+	}
+	return &Loader{fileChanged: o.FileChanged, reloadNow: o.ReloadNow, out: o.Loaded, path: o.Path,
+		opts: &config.LoadOptions{Paths: o.Paths}, load: o.Load, needToken: o.NeedToken,
+		log: logger(o.Log, "loader"), running: o.Running}
+}
+
+// Run handles reload triggers until ctx is done. A load takes ctx, so a
+// stop ends a load in progress instead of waiting for it.
 func (l *Loader) Run(ctx context.Context) error {
 	for {
+		var forced bool
 		select {
 		case <-ctx.Done():
 			return nil
-		case req := <-l.in:
-			m, ok := l.load(req)
-			if !ok {
-				continue
-			}
+		case <-l.reloadNow:
+			forced = true
+		case <-l.fileChanged:
+			// A SIGHUP rung meanwhile wins: it reloads in full anyway.
 			select {
-			case l.out <- m:
-				l.running = m.Hash
-			case <-ctx.Done():
-				return nil
+			case <-l.reloadNow:
+				forced = true
+			default:
 			}
+		}
+		if forced {
+			// One reload answers a file change pending with it too.
+			select {
+			case <-l.fileChanged:
+			default:
+			}
+		}
+		m, ok := l.reload(ctx, forced)
+		if !ok {
+			continue
+		}
+		select {
+		case l.out <- m:
+			l.running = m.Loaded.Hash
+		case <-ctx.Done():
+			return nil
 		}
 	}
 }
 
-// load builds the new configuration. A watch-triggered reload of files that
-// hash the same as the running ones (our own atomic writes, an editor
-// touching the file) is skipped silently; SIGHUP always reloads and logs.
-func (l *Loader) load(req messages.ReloadRequest) (messages.ConfigLoaded, bool) {
-	m, err := LoadConfig(l.path, l.opts)
-	if err == nil && l.needToken != "" && m.MCPToken == "" {
+// reload builds the new configuration. A watch-triggered reload of files
+// that hash the same as the running ones (our own atomic writes, an editor
+// touching a file) is skipped, with only a debug line that tests can wait
+// for; SIGHUP always reloads and logs.
+func (l *Loader) reload(ctx context.Context, forced bool) (messages.ConfigLoaded, bool) {
+	cause := "file"
+	if forced {
+		cause = "SIGHUP"
+	}
+	loaded, err := l.load(ctx, l.path, l.opts)
+	if ctx.Err() != nil {
+		return messages.ConfigLoaded{}, false // stopping: not a rejection
+	}
+	if err == nil && l.needToken != "" && loaded.MCPToken == "" {
 		err = fmt.Errorf("%s: mcp.auth_token_file: the running listener %s is reachable from other hosts, "+
 			"so a reload cannot remove its token (listener changes need a restart)", l.path, l.needToken)
 	}
 	if err != nil {
-		l.log.Error("config rejected", "cause", req.Cause, "error", err.Error())
+		l.log.Error("config rejected", "cause", cause, "error", err.Error())
 		return messages.ConfigLoaded{}, false
 	}
-	if !req.Forced && m.Hash == l.running {
+	if !forced && loaded.Hash == l.running {
+		l.log.Debug("reload skipped", "cause", cause, "reason", "the files are unchanged")
 		return messages.ConfigLoaded{}, false
 	}
-	for _, w := range m.Config.Warnings(nil) {
+	for _, w := range loaded.Warnings {
 		l.log.Warn("config warning", "where", w.String())
 	}
-	m.Cause = req.Cause
-	return m, true
+	return messages.ConfigLoaded{Loaded: loaded, Cause: cause}, true
 }

@@ -1,106 +1,131 @@
 package actors
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy/config"
 )
 
 // invalidConfig fails validation: an unknown key.
 const invalidConfig = "mcp:\n  listen: 127.0.0.1:8717\n  listn: typo\n"
 
-// loaderHarness runs a Loader on a config fixture. Its channels are
-// unbuffered, so a send to in returns only once the loader has finished
-// the request before it (emitting included).
+// loaderHarness runs a Loader on a config fixture. Loaded is unbuffered
+// unless a test says otherwise, and the loader handles one trigger at a
+// time, so a ring's outcome (a ConfigLoaded, a "reload skipped" or a
+// "config rejected" line) comes after every earlier ring's.
 type loaderHarness struct {
 	*configFixture
-	initial messages.ConfigLoaded
-	in      chan messages.ReloadRequest
-	out     chan messages.ConfigLoaded
-	sink    *logSink
-	probes  int // settleInvalid's so far, to tell their log lines apart
+	initial                *config.Loaded
+	fileChanged, reloadNow messages.Doorbell
+	out                    chan messages.ConfigLoaded
+	sink                   *logSink
+	loader                 *Loader
+	// loads counts the loader's calls of its LoadFunc.
+	loads atomic.Int64
+	stop  func() error
 }
 
-func startLoader(t *testing.T) *loaderHarness {
-	t.Helper()
-	return startLoaderNeedingToken(t, "")
+// loaderSetup varies a harness.
+type loaderSetup struct {
+	// needToken is LoaderOptions.NeedToken.
+	needToken string
+	// load replaces config.LoadFile; nil keeps it.
+	load LoadFunc
+	// outBuffer is Loaded's buffer.
+	outBuffer int
 }
 
-// startLoaderNeedingToken starts a loader whose running listener (named by
-// needToken, when not empty) is reachable from other hosts.
-func startLoaderNeedingToken(t *testing.T, needToken string) *loaderHarness {
+// newLoader builds a loader on a fresh config fixture, running the config
+// the fixture holds; start runs it.
+func newLoader(t *testing.T, o loaderSetup) *loaderHarness {
 	t.Helper()
 	f := newConfigFixture(t)
 	h := &loaderHarness{
 		configFixture: f,
 		initial:       f.load(t),
-		in:            make(chan messages.ReloadRequest),
-		out:           make(chan messages.ConfigLoaded),
+		fileChanged:   make(messages.Doorbell, 1),
+		reloadNow:     make(messages.Doorbell, 1),
+		out:           make(chan messages.ConfigLoaded, o.outBuffer),
+	}
+	load := o.load
+	if load == nil {
+		load = config.LoadFile
 	}
 	log, sink := newTestLogger()
 	h.sink = sink
-	start(t, NewLoader(f.path, f.opts, h.initial.Hash, needToken, h.in, h.out, log))
+	h.loader = NewLoader(LoaderOptions{
+		Path:      f.path,
+		Paths:     f.opts,
+		Running:   h.initial.Hash,
+		NeedToken: o.needToken,
+		Load: func(ctx context.Context, path string, lo *config.LoadOptions) (*config.Loaded, error) {
+			h.loads.Add(1)
+			return load(ctx, path, lo)
+		},
+		FileChanged: h.fileChanged,
+		ReloadNow:   h.reloadNow,
+		Loaded:      h.out,
+		Log:         log,
+	})
 	return h
 }
 
-// send hands req to the loader; the test fails if the loader emits
-// instead of taking it.
-func (h *loaderHarness) send(t *testing.T, req messages.ReloadRequest) {
+func (h *loaderHarness) start(t *testing.T) *loaderHarness {
 	t.Helper()
-	select {
-	case h.in <- req:
-	case m := <-h.out:
-		t.Fatalf("got ConfigLoaded (cause %q, hash %.12s) while sending %+v, want none", m.Cause, m.Hash, req)
-	case <-time.After(wait):
-		t.Fatalf("the loader did not take %+v within %v", req, wait)
-	}
+	h.stop = start(t, h.loader)
+	return h
+}
+
+// startLoader runs a loader on a fresh config fixture.
+func startLoader(t *testing.T) *loaderHarness {
+	t.Helper()
+	return newLoader(t, loaderSetup{}).start(t)
 }
 
 // loaded waits for the next ConfigLoaded and checks its cause.
-func (h *loaderHarness) loaded(t *testing.T, cause string) messages.ConfigLoaded {
+func (h *loaderHarness) loaded(t *testing.T, cause string) *config.Loaded {
 	t.Helper()
 	m := receive(t, h.out, "ConfigLoaded for "+cause)
 	if m.Cause != cause {
 		t.Fatalf("got ConfigLoaded with cause %q, want %q", m.Cause, cause)
 	}
-	if m.Config == nil || m.Policy == nil || m.Hash == "" {
-		t.Fatalf("got an incomplete ConfigLoaded: %+v", m)
+	if l := m.Loaded; l == nil || l.Config == nil || l.Policy == nil || l.Hash == "" {
+		t.Fatalf("got an incomplete ConfigLoaded: %+v", m.Loaded)
 	}
-	return m
+	return m.Loaded
 }
 
-// settleValid proves every earlier request is done while the config is
-// valid: a forced request is answered only after them, and nothing may come
-// before its answer.
-func (h *loaderHarness) settleValid(t *testing.T) {
+// settle proves, while the config is valid, that every earlier ring is
+// handled and sent nothing: a forced reload is answered after them, and its
+// ConfigLoaded must be the next one.
+func (h *loaderHarness) settle(t *testing.T) *config.Loaded {
 	t.Helper()
-	h.send(t, messages.ReloadRequest{Forced: true, Cause: "probe"})
-	h.loaded(t, "probe")
+	ring(h.reloadNow)
+	return h.loaded(t, "SIGHUP")
 }
 
-// settleInvalid is settleValid for an invalid config: the forced probe is
-// logged after every earlier request is done.
-func (h *loaderHarness) settleInvalid(t *testing.T) {
+// skipped waits for the n-th "reload skipped" line.
+func (h *loaderHarness) skipped(t *testing.T, n int) {
 	t.Helper()
-	h.probes++
-	cause := fmt.Sprintf("probe-%d", h.probes)
-	h.send(t, messages.ReloadRequest{Forced: true, Cause: cause})
-	h.sink.waitFor(t, "config rejected", "cause="+cause+" ")
+	h.sink.waitForN(t, n, "reload skipped")
 }
 
-// rejections counts "config rejected" lines for a cause.
-func (h *loaderHarness) rejections(cause string) int {
-	return len(h.sink.lines("config rejected", "cause="+cause+" "))
-}
-
-func ruleFlags(t *testing.T, m messages.ConfigLoaded, name string) []string {
+// rejected waits for the n-th "config rejected" line.
+func (h *loaderHarness) rejected(t *testing.T, n int) {
 	t.Helper()
-	r, ok := m.Policy.Rule(name)
+	h.sink.waitForN(t, n, "config rejected")
+}
+
+func ruleFlags(t *testing.T, l *config.Loaded, name string) []string {
+	t.Helper()
+	r, ok := l.Policy.Rule(name)
 	if !ok {
 		t.Fatalf("policy has no rule %s", name)
 	}
@@ -111,20 +136,20 @@ func ruleFlags(t *testing.T, m messages.ConfigLoaded, name string) []string {
 	return flags
 }
 
-func TestLoaderForcedReloadAlwaysEmits(t *testing.T) {
+func TestLoaderForcedReloadOfUnchangedFilesIsSent(t *testing.T) {
 	t.Parallel()
 	h := startLoader(t)
 	for range 2 {
-		h.send(t, messages.ReloadRequest{Forced: true, Cause: "SIGHUP"})
-		m := h.loaded(t, "SIGHUP")
-		if m.Hash != h.initial.Hash {
-			t.Errorf("hash of unchanged files = %.12s, want the running %.12s", m.Hash, h.initial.Hash)
+		ring(h.reloadNow)
+		l := h.loaded(t, "SIGHUP")
+		if l.Hash != h.initial.Hash {
+			t.Errorf("hash of unchanged files = %.12s, want the running %.12s", l.Hash, h.initial.Hash)
 		}
-		if m.MCPToken != "first-token" {
-			t.Errorf("MCPToken = %q, want %q", m.MCPToken, "first-token")
+		if l.MCPToken != "first-token" {
+			t.Errorf("MCPToken = %q, want %q", l.MCPToken, "first-token")
 		}
-		if _, ok := m.Policy.Rule("fake_status"); !ok {
-			t.Errorf("policy lacks fake_status; rules: %v", m.Policy.Rules())
+		if _, ok := l.Policy.Rule("fake_status"); !ok {
+			t.Errorf("policy lacks fake_status; rules: %v", l.Policy.Rules())
 		}
 	}
 	if log := h.sink.String(); log != "" {
@@ -132,29 +157,39 @@ func TestLoaderForcedReloadAlwaysEmits(t *testing.T) {
 	}
 }
 
-func TestLoaderSkipsUnchangedFilesSilently(t *testing.T) {
+func TestLoaderSkipsUnchangedFiles(t *testing.T) {
 	t.Parallel()
 	h := startLoader(t)
-	h.send(t, messages.ReloadRequest{Cause: "file"})
-	h.send(t, messages.ReloadRequest{Cause: "file"})
-	h.settleValid(t)
-	if log := h.sink.String(); log != "" {
-		t.Errorf("logged %q, want nothing", log)
+	for i := 1; i <= 2; i++ {
+		ring(h.fileChanged)
+		h.skipped(t, i)
+	}
+	h.settle(t) // nothing was sent for the skipped reloads
+	lines := h.sink.lines("reload skipped")
+	for _, l := range lines {
+		for _, want := range []string{"level=DEBUG", "component=loader", "cause=file"} {
+			if !strings.Contains(l, want) {
+				t.Errorf("log line %q lacks %q", l, want)
+			}
+		}
+	}
+	if got := len(strings.Split(strings.TrimSpace(h.sink.String()), "\n")); got != len(lines) {
+		t.Errorf("the loader logged more than its skips:\n%s", h.sink.String())
 	}
 }
 
-func TestLoaderEmitsChangedFiles(t *testing.T) {
+func TestLoaderSendsChangedFiles(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
 		change func(t *testing.T, h *loaderHarness)
-		check  func(t *testing.T, h *loaderHarness, m messages.ConfigLoaded)
+		check  func(t *testing.T, l *config.Loaded)
 	}{
 		{
-			name:   "a changed config emits ConfigLoaded with a new hash",
+			name:   "a changed config is sent with a new hash",
 			change: func(t *testing.T, h *loaderHarness) { h.writeConfig(t, "info", `"--short", "--branch"`) },
-			check: func(t *testing.T, h *loaderHarness, m messages.ConfigLoaded) {
-				if got := ruleFlags(t, m, "fake_status"); !slices.Contains(got, "--branch") {
+			check: func(t *testing.T, l *config.Loaded) {
+				if got := ruleFlags(t, l, "fake_status"); !slices.Contains(got, "--branch") {
 					t.Errorf("fake_status flags = %v, want --branch among them", got)
 				}
 			},
@@ -162,9 +197,9 @@ func TestLoaderEmitsChangedFiles(t *testing.T) {
 		{
 			name:   "changing only the token file's content changes the hash",
 			change: func(t *testing.T, h *loaderHarness) { writeFile(t, h.token, "second-token\n") },
-			check: func(t *testing.T, h *loaderHarness, m messages.ConfigLoaded) {
-				if m.MCPToken != "second-token" {
-					t.Errorf("MCPToken = %q, want %q", m.MCPToken, "second-token")
+			check: func(t *testing.T, l *config.Loaded) {
+				if l.MCPToken != "second-token" {
+					t.Errorf("MCPToken = %q, want %q", l.MCPToken, "second-token")
 				}
 			},
 		},
@@ -174,19 +209,17 @@ func TestLoaderEmitsChangedFiles(t *testing.T) {
 			t.Parallel()
 			h := startLoader(t)
 			tt.change(t, h)
-			h.send(t, messages.ReloadRequest{Cause: "file"})
-			m := h.loaded(t, "file")
-			if m.Hash == h.initial.Hash {
-				t.Errorf("hash = %.12s, the same as before the change; want a new one", m.Hash)
+			ring(h.fileChanged)
+			l := h.loaded(t, "file")
+			if l.Hash == h.initial.Hash {
+				t.Errorf("hash = %.12s, the same as before the change; want a new one", l.Hash)
 			}
-			tt.check(t, h, m)
+			tt.check(t, l)
 
 			// The new files are now the running ones: skipped when unforced.
-			h.send(t, messages.ReloadRequest{Cause: "file again"})
-			h.settleValid(t)
-			if log := h.sink.String(); log != "" {
-				t.Errorf("logged %q, want nothing", log)
-			}
+			ring(h.fileChanged)
+			h.skipped(t, 1)
+			h.settle(t)
 		})
 	}
 }
@@ -194,16 +227,21 @@ func TestLoaderEmitsChangedFiles(t *testing.T) {
 func TestLoaderRejectsAnInvalidConfig(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name  string
-		spoil func(t *testing.T, h *loaderHarness)
+		name         string
+		spoil, mend  func(t *testing.T, h *loaderHarness)
+		wantInReason string
 	}{
 		{
-			name:  "an invalid config",
-			spoil: func(t *testing.T, h *loaderHarness) { writeFile(t, h.path, invalidConfig) },
+			name:         "an invalid config",
+			spoil:        func(t *testing.T, h *loaderHarness) { writeFile(t, h.path, invalidConfig) },
+			mend:         func(t *testing.T, h *loaderHarness) { h.writeConfig(t, "info", "--short") },
+			wantInReason: "listn",
 		},
 		{
-			name:  "an empty token file",
-			spoil: func(t *testing.T, h *loaderHarness) { writeFile(t, h.token, "\n") },
+			name:         "an empty token file",
+			spoil:        func(t *testing.T, h *loaderHarness) { writeFile(t, h.token, "\n") },
+			mend:         func(t *testing.T, h *loaderHarness) { writeFile(t, h.token, "first-token\n") },
+			wantInReason: "auth_token_file",
 		},
 	}
 	for _, tt := range tests {
@@ -211,23 +249,28 @@ func TestLoaderRejectsAnInvalidConfig(t *testing.T) {
 			t.Parallel()
 			h := startLoader(t)
 			tt.spoil(t, h)
-			h.send(t, messages.ReloadRequest{Cause: "file"})
-			h.send(t, messages.ReloadRequest{Cause: "file-again"})
-			h.send(t, messages.ReloadRequest{Forced: true, Cause: "SIGHUP"})
-			h.settleInvalid(t)
-
+			for i, d := range []messages.Doorbell{h.fileChanged, h.fileChanged, h.reloadNow} {
+				ring(d)
+				h.rejected(t, i+1)
+			}
 			for _, c := range []struct {
 				cause string
 				want  int
-			}{{"file", 1}, {"file-again", 1}, {"SIGHUP", 1}} {
-				if got := h.rejections(c.cause); got != c.want {
+			}{{"file", 2}, {"SIGHUP", 1}} {
+				if got := len(h.sink.lines("config rejected", "cause="+c.cause+" ")); got != c.want {
 					t.Errorf("config rejected lines for cause %s = %d, want %d; log:\n%s", c.cause, got, c.want, h.sink.String())
 				}
 			}
 			for _, l := range h.sink.lines("config rejected") {
-				if !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "component=loader") || !strings.Contains(l, h.dir) {
-					t.Errorf("log line %q: want level=ERROR, component=loader and the file's path", l)
+				if !containsAll(l, []string{"level=ERROR", "component=loader", h.dir, tt.wantInReason}) {
+					t.Errorf("log line %q: want level=ERROR, component=loader, the file's path and %q", l, tt.wantInReason)
 				}
+			}
+			// Nothing was sent for the rejections: the next ConfigLoaded is
+			// the mended config's.
+			tt.mend(t, h)
+			if l := h.settle(t); l.Hash != h.initial.Hash {
+				t.Errorf("hash after mending = %.12s, want the original %.12s", l.Hash, h.initial.Hash)
 			}
 		})
 	}
@@ -237,23 +280,20 @@ func TestLoaderLoadsAConfigFixedAfterARejection(t *testing.T) {
 	t.Parallel()
 	h := startLoader(t)
 	writeFile(t, h.path, invalidConfig)
-	h.send(t, messages.ReloadRequest{Cause: "file"})
-	h.settleInvalid(t)
+	ring(h.fileChanged)
+	h.rejected(t, 1)
 
 	h.writeConfig(t, "debug", `"--short"`)
-	h.send(t, messages.ReloadRequest{Cause: "fixed"})
-	m := h.loaded(t, "fixed")
-	if m.Hash == h.initial.Hash || m.Config.MCP.LogLevel != "debug" {
-		t.Errorf("got hash %.12s and log level %q, want a new hash and debug", m.Hash, m.Config.MCP.LogLevel)
+	ring(h.fileChanged)
+	l := h.loaded(t, "file")
+	if l.Hash == h.initial.Hash || l.Config.MCP.LogLevel != "debug" {
+		t.Errorf("got hash %.12s and log level %q, want a new hash and debug", l.Hash, l.Config.MCP.LogLevel)
 	}
 
-	// The fix clears the rejection: the same broken bytes are news again.
+	// The same broken bytes are rejected again.
 	writeFile(t, h.path, invalidConfig)
-	h.send(t, messages.ReloadRequest{Cause: "broken-again"})
-	h.settleInvalid(t)
-	if got := h.rejections("broken-again"); got != 1 {
-		t.Errorf("config rejected lines for the config broken again = %d, want 1; log:\n%s", got, h.sink.String())
-	}
+	ring(h.fileChanged)
+	h.rejected(t, 2)
 }
 
 // TestLoaderReportsABreakAfterARevert: valid → broken (logged) → reverted
@@ -265,47 +305,38 @@ func TestLoaderReportsABreakAfterARevert(t *testing.T) {
 	h := startLoader(t)
 	good := h.config(t, "info", "--short")
 	writeFile(t, h.path, invalidConfig)
-	h.send(t, messages.ReloadRequest{Cause: "broken"})
-	h.settleInvalid(t)
+	ring(h.fileChanged)
+	h.rejected(t, 1)
 
 	writeFile(t, h.path, good)
-	h.send(t, messages.ReloadRequest{Cause: "reverted"})
-	h.send(t, messages.ReloadRequest{Cause: "between"})
-	replaceFile(t, h.path, invalidConfig) // "between" may be reading it
+	ring(h.fileChanged)
+	h.skipped(t, 1)
 
-	h.send(t, messages.ReloadRequest{Cause: "broken-again"})
-	h.settleInvalid(t)
-
-	if got := h.rejections("broken-again"); got != 1 {
-		t.Errorf("config rejected lines after breaking the reverted config again = %d, want 1; log:\n%s", got, h.sink.String())
-	}
-	if got := h.rejections("reverted"); got != 0 {
-		t.Errorf("config rejected lines for the revert = %d, want 0", got)
+	writeFile(t, h.path, invalidConfig)
+	ring(h.fileChanged)
+	h.rejected(t, 2)
+	if got := len(h.sink.lines("reload skipped")); got != 1 {
+		t.Errorf("reload skipped lines = %d, want 1 (the revert); log:\n%s", got, h.sink.String())
 	}
 }
 
 // TestLoaderReportsANewTokenFileProblem: the config bytes stay the same
-// while the token file goes from empty to missing. The inputs differ, and
-// so does the error, so the second problem must be logged too.
+// while the token file goes from empty to missing; both are logged, each
+// with its own reason.
 func TestLoaderReportsANewTokenFileProblem(t *testing.T) {
 	t.Parallel()
 	h := startLoader(t)
 	writeFile(t, h.token, "\n")
-	h.send(t, messages.ReloadRequest{Cause: "emptied"})
-	h.settleInvalid(t)
+	ring(h.fileChanged)
+	h.rejected(t, 1)
 	if err := os.Remove(h.token); err != nil {
 		t.Fatal(err)
 	}
-	h.send(t, messages.ReloadRequest{Cause: "removed"})
-	h.settleInvalid(t)
-
-	for _, c := range []struct {
-		cause string
-		want  int
-	}{{"emptied", 1}, {"removed", 1}} {
-		if got := h.rejections(c.cause); got != c.want {
-			t.Errorf("config rejected lines for cause %s = %d, want %d; log:\n%s", c.cause, got, c.want, h.sink.String())
-		}
+	ring(h.fileChanged)
+	h.rejected(t, 2)
+	lines := h.sink.lines("config rejected")
+	if lines[0] == lines[1] {
+		t.Errorf("the empty and the missing token file were reported alike: %q", lines[0])
 	}
 }
 
@@ -313,23 +344,114 @@ func TestLoaderReportsANewTokenFileProblem(t *testing.T) {
 // mcp.auth_token_file is refused, not swapped in with authentication off.
 func TestLoaderKeepsTheTokenOfAnExposedListener(t *testing.T) {
 	t.Parallel()
-	h := startLoaderNeedingToken(t, "0.0.0.0:8717")
-	noToken := strings.Replace(h.config(t, "info", "--short"), "  auth_token_file: mcp-token\n", "", 1)
-	writeFile(t, h.path, noToken)
-	h.send(t, messages.ReloadRequest{Cause: "file"})
-	h.settleInvalid(t)
-	if got := h.rejections("file"); got != 1 {
-		t.Fatalf("config rejected lines = %d, want 1; log:\n%s", got, h.sink.String())
+	noToken := func(t *testing.T, h *loaderHarness) string {
+		return strings.Replace(h.config(t, "info", "--short"), "  auth_token_file: mcp-token\n", "", 1)
 	}
-	if !strings.Contains(h.sink.String(), "cannot remove its token") {
-		t.Errorf("the rejection does not say why:\n%s", h.sink.String())
-	}
+	t.Run("a config without a token is refused behind an exposed listener", func(t *testing.T) {
+		t.Parallel()
+		h := newLoader(t, loaderSetup{needToken: "0.0.0.0:8717"}).start(t)
+		writeFile(t, h.path, noToken(t, h))
+		ring(h.fileChanged)
+		h.rejected(t, 1)
+		if !strings.Contains(h.sink.String(), "cannot remove its token") {
+			t.Errorf("the rejection does not say why:\n%s", h.sink.String())
+		}
+		// A forced reload is refused too.
+		ring(h.reloadNow)
+		h.rejected(t, 2)
+	})
+	t.Run("the same config is loaded behind a loopback listener", func(t *testing.T) {
+		t.Parallel()
+		h := startLoader(t)
+		writeFile(t, h.path, noToken(t, h))
+		ring(h.fileChanged)
+		if l := h.loaded(t, "file"); l.MCPToken != "" {
+			t.Errorf("MCPToken = %q, want none", l.MCPToken)
+		}
+	})
+}
 
-	// The same config is fine behind a loopback listener.
-	l := startLoader(t)
-	writeFile(t, l.path, strings.Replace(l.config(t, "info", "--short"), "  auth_token_file: mcp-token\n", "", 1))
-	l.send(t, messages.ReloadRequest{Cause: "file"})
-	if m := l.loaded(t, "file"); m.MCPToken != "" {
-		t.Errorf("MCPToken = %q, want none", m.MCPToken)
+func TestLoaderLogsConfigWarnings(t *testing.T) {
+	t.Parallel()
+	h := startLoader(t)
+	h.writeConfig(t, "info", "-P") // an untyped short flag: valid, with a warning
+	ring(h.fileChanged)
+	l := h.loaded(t, "file")
+	if len(l.Warnings) == 0 {
+		t.Fatal("the config has no warnings; the test needs one")
+	}
+	lines := h.sink.lines("config warning")
+	if len(lines) != len(l.Warnings) {
+		t.Fatalf("config warning lines = %q, want %d", lines, len(l.Warnings))
+	}
+	if want := []string{"level=WARN", "component=loader", h.path + ":"}; !containsAll(lines[0], want) {
+		t.Errorf("log line %q lacks one of %q", lines[0], want)
+	}
+}
+
+// A stop ends a load in progress instead of waiting for it, and sends
+// nothing for it (nor reports it as a rejection).
+func TestLoaderStopEndsALoadInProgress(t *testing.T) {
+	t.Parallel()
+	for _, trigger := range []string{"file", "SIGHUP"} {
+		t.Run("a "+trigger+" reload in progress ends when Run's ctx is cancelled", func(t *testing.T) {
+			t.Parallel()
+			started := make(chan struct{}, 1)
+			h := newLoader(t, loaderSetup{
+				outBuffer: 1, // so a send after the stop would show
+				load: func(ctx context.Context, _ string, _ *config.LoadOptions) (*config.Loaded, error) {
+					started <- struct{}{}
+					<-ctx.Done()
+					return nil, ctx.Err()
+				},
+			}).start(t)
+			if trigger == "file" {
+				ring(h.fileChanged)
+			} else {
+				ring(h.reloadNow)
+			}
+			receive(t, started, "start of the load")
+			begin := time.Now()
+			if err := h.stop(); err != nil {
+				t.Errorf("Run returned %v, want nil", err)
+			}
+			if elapsed := time.Since(begin); elapsed > prompt {
+				t.Errorf("Run returned %v after its ctx was cancelled, want within %v", elapsed, prompt)
+			}
+			select {
+			case m := <-h.out:
+				t.Errorf("got ConfigLoaded %+v after the stop, want nothing", m)
+			default:
+			}
+			if got := h.sink.lines("config rejected"); len(got) != 0 {
+				t.Errorf("a stopped load was logged as a rejection: %q", got)
+			}
+		})
+	}
+}
+
+// SIGHUP wins: ReloadNow rung while a FileChanged is pending is one forced
+// reload, not a forced one and a file one. The loader picks between two
+// ready doorbells at random, so the test runs the race several times.
+func TestLoaderSIGHUPAbsorbsAPendingFileChange(t *testing.T) {
+	t.Parallel()
+	for round := range 16 {
+		h := newLoader(t, loaderSetup{})
+		h.writeConfig(t, "debug", "--short") // a file reload would be sent too
+		ring(h.fileChanged)
+		ring(h.reloadNow)
+		h.start(t)
+		l := h.loaded(t, "SIGHUP")
+		if l.Config.MCP.LogLevel != "debug" {
+			t.Fatalf("round %d: the forced reload has log level %q, want the changed config's debug", round, l.Config.MCP.LogLevel)
+		}
+		h.settle(t)
+		if got := h.loads.Load(); got != 2 {
+			t.Fatalf("round %d: %d loads for a SIGHUP with a pending file change and a probe, want 2", round, got)
+		}
+		if got := h.sink.lines("reload skipped"); len(got) != 0 {
+			t.Fatalf("round %d: a second reload ran and was skipped: %q", round, got)
+		}
+		h.stop()
 	}
 }

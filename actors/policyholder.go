@@ -11,18 +11,39 @@ import (
 
 // PolicyHolder is the single writer of the current Snapshot. It swaps in
 // each loaded configuration atomically (in-flight calls keep the snapshot
-// they started with), then tells the registry what to expose.
+// they started with), then rings the registry and the watcher, which read
+// the new snapshot when they answer.
 type PolicyHolder struct {
-	in     <-chan messages.ConfigLoaded
-	out    chan<- messages.ToolsetChanged
-	getenv func(string) string
-	// setLevel applies mcp.log_level after a reload; nil when the level
-	// was pinned by a flag or the environment.
-	setLevel func(string)
-	log      *slog.Logger
+	in             <-chan messages.ConfigLoaded
+	toolsetChanged messages.Doorbell
+	watchChanged   messages.Doorbell
+	shared         Shared
+	getenv         func(string) string
+	setLevel       func(string)
+	log            *slog.Logger
 
 	cur       atomic.Pointer[Snapshot]
 	listening listeners
+}
+
+// PolicyHolderOptions configure a PolicyHolder.
+type PolicyHolderOptions struct {
+	// Initial is the snapshot in service at start.
+	Initial *Snapshot
+	// Shared are the slots and reaper every snapshot carries.
+	Shared Shared
+	// Getenv reads the server's environment (children's PATH and HOME);
+	// nil means none.
+	Getenv func(string) string
+	// SetLevel applies mcp.log_level after a reload; nil when the level
+	// was pinned by a flag or the environment.
+	SetLevel func(string)
+	// Loaded is the loader's output.
+	Loaded <-chan messages.ConfigLoaded
+	// ToolsetChanged and WatchSetChanged are rung after each swap.
+	ToolsetChanged, WatchSetChanged messages.Doorbell
+	// Log receives "config reloaded"; nil discards it.
+	Log *slog.Logger
 }
 
 // listeners are the settings only a restart can change.
@@ -32,12 +53,15 @@ func listenersOf(s *Snapshot) listeners {
 	return listeners{s.Config.MCP.Transport, s.Config.MCP.Listen, s.Config.Admin.Listen}
 }
 
-// NewPolicyHolder starts from the snapshot already in service.
-func NewPolicyHolder(initial *Snapshot, getenv func(string) string, setLevel func(string),
-	in <-chan messages.ConfigLoaded, out chan<- messages.ToolsetChanged, log *slog.Logger) *PolicyHolder {
-	h := &PolicyHolder{in: in, out: out, getenv: getenv, setLevel: setLevel, log: log.With("component", "policy"),
-		listening: listenersOf(initial)}
-	h.cur.Store(initial)
+// NewPolicyHolder starts from o.Initial.
+func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
+	if o.Getenv == nil {
+		o.Getenv = func(string) string { return "" }
+	}
+	h := &PolicyHolder{in: o.Loaded, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged,
+		shared: o.Shared, getenv: o.Getenv, setLevel: o.SetLevel, log: logger(o.Log, "policy"),
+		listening: listenersOf(o.Initial)}
+	h.cur.Store(o.Initial)
 	return h
 }
 
@@ -54,14 +78,7 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case m := <-h.in:
-			prev := h.cur.Load()
-			snap := NewSnapshot(m, prev.ConfigPath, h.getenv)
-			// The server-wide limits outlive snapshots; a reload only
-			// changes how many calls may run at once.
-			snap.Slots, snap.Reaper = prev.Slots, prev.Reaper
-			if snap.Slots != nil {
-				snap.Slots.SetLimit(snap.Config.MCP.MaxConcurrentCalls)
-			}
+			snap := NewSnapshot(m.Loaded, h.shared, h.getenv)
 			if now := listenersOf(snap); now != h.listening {
 				h.log.Warn("listener settings changed; they take effect after a restart",
 					"mcp.transport", now.transport, "mcp.listen", now.listen, "admin.listen", now.admin,
@@ -75,11 +92,8 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			h.log.Info("config reloaded", "cause", m.Cause, "tools", len(snap.Config.Tools),
 				"allow_rules", snap.Config.AllowRulesWritten, "exposed", len(snap.Policy.Rules()),
 				"mcp_servers", len(snap.Config.MCPServers))
-			select {
-			case h.out <- messages.ToolsetChanged{Policy: snap.Policy}:
-			case <-ctx.Done():
-				return nil
-			}
+			ring(h.toolsetChanged)
+			ring(h.watchChanged)
 		}
 	}
 }

@@ -20,41 +20,62 @@ import (
 // reload that changes nothing. It never touches tools it did not add (the
 // built-in ones).
 type Registry struct {
-	in      <-chan messages.ToolsetChanged
-	server  *mcp.Server
-	current func() *toolset.State
-	stop    context.Context
-	log     *slog.Logger
-	callLog *slog.Logger // for the tool handlers it registers
+	changed   messages.Doorbell
+	server    *mcp.Server
+	snapshots Snapshots
+	calls     context.Context
+	log       *slog.Logger
+	callLog   *slog.Logger // for the tool handlers it registers
 
 	exposed map[string][]byte // name → the definition's JSON
 }
 
-// NewRegistry manages server's wrapped tools. Their handlers evaluate the
-// state current returns; stop is done when in-flight runs must be killed.
-func NewRegistry(server *mcp.Server, current func() *toolset.State, stop context.Context,
-	in <-chan messages.ToolsetChanged, log *slog.Logger) *Registry {
-	return &Registry{in: in, server: server, current: current, stop: stop,
-		log: log.With("component", "registry"), callLog: log.With("component", "calls"), exposed: map[string][]byte{}}
+// RegistryOptions configure a Registry.
+type RegistryOptions struct {
+	// Server is the MCP server whose tools the registry manages.
+	Server *mcp.Server
+	// Snapshots gives the policy to expose and, to each call, the state it
+	// runs with.
+	Snapshots Snapshots
+	// Calls is done when in-flight runs must be killed (the hub's, at the
+	// end of the shutdown grace); nil means never.
+	Calls context.Context
+	// ToolsetChanged is rung by the policy holder after each swap.
+	ToolsetChanged messages.Doorbell
+	// Log receives the registry's and the calls' lines; nil discards them.
+	Log *slog.Logger
 }
 
-// Prime registers the first policy's tools. Call it once, before Run and
+// NewRegistry manages o.Server's wrapped tools.
+func NewRegistry(o RegistryOptions) *Registry {
+	if o.Calls == nil {
+		o.Calls = context.Background()
+	}
+	return &Registry{changed: o.ToolsetChanged, server: o.Server, snapshots: o.Snapshots, calls: o.Calls,
+		log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"), exposed: map[string][]byte{}}
+}
+
+// Prime registers the current snapshot's tools. Call it once, before Run and
 // before the server accepts connections.
-func (r *Registry) Prime(p *policy.Policy) {
-	r.apply(p)
+func (r *Registry) Prime() {
+	r.apply(r.snapshots.Current().Policy)
 }
 
-// Run applies each changed policy until ctx is done.
+// Run applies the policy in service each time it changes, until ctx is
+// done. A burst of rings is one diff, against the latest snapshot.
 func (r *Registry) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case m := <-r.in:
-			r.apply(m.Policy)
+		case <-r.changed:
+			r.apply(r.snapshots.Current().Policy)
 		}
 	}
 }
+
+// state is what a call runs with: the snapshot in service when it starts.
+func (r *Registry) state() *toolset.State { return &r.snapshots.Current().State }
 
 type toolChange struct {
 	def  *mcp.Tool
@@ -92,7 +113,7 @@ func (r *Registry) apply(p *policy.Policy) {
 		r.server.RemoveTools(removed...)
 	}
 	for _, c := range changed {
-		r.server.AddTool(c.def, toolset.NewHandler(c.rule.Tool(), c.rule.Subcommand(), r.current, r.stop, r.callLog))
+		r.server.AddTool(c.def, toolset.NewHandler(c.rule.Tool(), c.rule.Subcommand(), r.state, r.calls, r.callLog))
 	}
 	for _, name := range removed {
 		delete(r.exposed, name)

@@ -45,16 +45,31 @@ func baseRules() []*policy.AllowRule {
 // registryHarness is a Registry on a real MCP server with one built-in
 // tool, and an in-memory client that counts tools/list_changed.
 type registryHarness struct {
-	server *mcp.Server
-	in     chan messages.ToolsetChanged
-	client *mcp.ClientSession
-	notes  chan struct{}
+	server  *mcp.Server
+	reg     *Registry
+	snaps   *testSnapshots
+	changed messages.Doorbell
+	client  *mcp.ClientSession
+	notes   chan struct{}
+	sink    *logSink
 }
 
-func startRegistry(t *testing.T, first *policy.Policy) *registryHarness {
+// policySnapshot is a snapshot holding only p.
+func policySnapshot(p *policy.Policy) *Snapshot {
+	return &Snapshot{State: toolset.State{Policy: p}}
+}
+
+// newRegistry primes a registry with first and connects a client; it does
+// not run the registry (see run).
+func newRegistry(t *testing.T, first *policy.Policy) *registryHarness {
 	t.Helper()
-	h := &registryHarness{in: make(chan messages.ToolsetChanged), notes: make(chan struct{}, 16)}
-	log, _ := newTestLogger()
+	h := &registryHarness{
+		snaps:   newTestSnapshots(policySnapshot(first)),
+		changed: make(messages.Doorbell, 1),
+		notes:   make(chan struct{}, 16),
+	}
+	log, sink := newTestLogger()
+	h.sink = sink
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "v0"}, &mcp.ServerOptions{
 		Logger:       log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -62,10 +77,9 @@ func startRegistry(t *testing.T, first *policy.Policy) *registryHarness {
 	h.server.AddTool(toolset.RequestDefinition(), func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	})
-	state := &toolset.State{Policy: first}
-	reg := NewRegistry(h.server, func() *toolset.State { return state }, t.Context(), h.in, log)
+	h.reg = NewRegistry(RegistryOptions{Server: h.server, Snapshots: h.snaps, Calls: t.Context(), ToolsetChanged: h.changed, Log: log})
 	// As serve does: prime before any client connects.
-	reg.Prime(first)
+	h.reg.Prime()
 
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -104,24 +118,46 @@ func startRegistry(t *testing.T, first *policy.Policy) *registryHarness {
 	}
 	receive(t, acked, "acknowledgement of the list_changed subscription")
 	t.Cleanup(func() { h.client.Close() })
-	start(t, reg)
 	return h
 }
 
-// apply sends p to the registry and returns how many list_changed the
-// client got for it. It sends p twice: the second is a no-op, and the
-// registry takes it only after applying the first.
+// run runs the registry until the test ends.
+func (h *registryHarness) run(t *testing.T) *registryHarness {
+	t.Helper()
+	start(t, h.reg)
+	return h
+}
+
+// startRegistry primes and runs a registry with first.
+func startRegistry(t *testing.T, first *policy.Policy) *registryHarness {
+	t.Helper()
+	return newRegistry(t, first).run(t)
+}
+
+// taken waits until the registry has taken the pending ring.
+func (h *registryHarness) taken(t *testing.T) {
+	t.Helper()
+	waitUntil(t, "the registry takes its ToolsetChanged ring", func() bool { return len(h.changed) == 0 })
+}
+
+// apply puts p in service, rings the registry and returns how many
+// list_changed the client got for it. It rings twice: the registry takes
+// the second ring only after applying the first (the second changes
+// nothing).
 func (h *registryHarness) apply(t *testing.T, p *policy.Policy) int {
 	t.Helper()
+	h.snaps.Store(policySnapshot(p))
 	for range 2 {
-		select {
-		case h.in <- messages.ToolsetChanged{Policy: p}:
-		case <-time.After(wait):
-			t.Fatalf("the registry did not take a ToolsetChanged within %v", wait)
-		}
+		ring(h.changed)
+		h.taken(t)
 	}
-	// The SDK sends a notification 10 ms after the last change; nothing
-	// says when none is coming, so watch for a while.
+	return h.countNotes()
+}
+
+// countNotes counts list_changed notifications. The SDK sends one 10 ms
+// after the last change; nothing says when none is coming, so it watches
+// for a while.
+func (h *registryHarness) countNotes() int {
 	n := 0
 	timeout := time.After(quiet)
 	for {
@@ -288,5 +324,54 @@ func TestRegistryFollowsASequenceOfReloads(t *testing.T) {
 		if got := names(h.tools(t)); !slices.Equal(got, s.wantTools) {
 			t.Errorf("%s: tools = %q, want %q", s.name, got, s.wantTools)
 		}
+	}
+}
+
+// A burst of rings while the registry is busy is one diff, against the
+// snapshot in service when it answers: intermediate policies are never
+// exposed.
+func TestRegistryAppliesOnlyTheLatestOfABurst(t *testing.T) {
+	t.Parallel()
+	h := newRegistry(t, newPolicy(t, baseRules()))
+	primed := len(h.sink.lines("tools updated"))
+	// The registry is not running yet: as busy as it can be.
+	for _, allow := range [][]*policy.AllowRule{
+		{rule("push")},
+		{rule("fetch"), rule("status")},
+		{rule("pull", "--rebase"), rule("status", "--short")},
+	} {
+		h.snaps.Store(policySnapshot(newPolicy(t, allow)))
+		ring(h.changed)
+	}
+	h.run(t)
+	h.taken(t)
+	ring(h.changed) // taken only once the burst is applied
+	h.taken(t)
+	if got := h.countNotes(); got != 1 {
+		t.Errorf("list_changed notifications = %d, want 1", got)
+	}
+	if got, want := names(h.tools(t)), []string{"fake_pull", "fake_status", policy.RequestTool}; !slices.Equal(got, want) {
+		t.Errorf("tools = %q, want the latest snapshot's %q", got, want)
+	}
+	if got := h.sink.lines("tools updated", "component=registry"); len(got) != primed+1 {
+		t.Errorf("tools updated lines = %q, want Prime's %d and 1 more: one diff for the burst", got, primed)
+	}
+}
+
+// Rings with the same snapshot in service change nothing and send no
+// list_changed.
+func TestRegistryRingWithoutChangeKeepsTheTools(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	before := h.tools(t)
+	for range 3 {
+		ring(h.changed)
+		h.taken(t)
+	}
+	if got := h.countNotes(); got != 0 {
+		t.Errorf("list_changed notifications for rings with the same snapshot = %d, want 0", got)
+	}
+	if got, want := names(h.tools(t)), names(before); !slices.Equal(got, want) {
+		t.Errorf("tools = %q, want %q", got, want)
 	}
 }

@@ -6,19 +6,30 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy/jsonl"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
 // RequestLog is the server's only writer of the capability-request log. It
 // serialises the server's appends (the file lock orders them against other
 // processes) and answers each with the recorded id.
+//
+// It is one of the writers that must outlive the hub: serve runs it with a
+// context that ends only once the hub has stopped (every call answered), so
+// a request made during the shutdown grace period is still recorded. A wait
+// for the file's lock gives up after jsonl.LockTimeout, and at once from the
+// moment StopWaiting is called (serve calls it when shutdown begins), so no
+// lock held by another process can keep the server from stopping.
 type RequestLog struct {
 	in        chan messages.AppendRequest
-	path      func() string
+	snapshots Snapshots
 	now       func() time.Time
-	stayUntil <-chan struct{}
 	log       *slog.Logger
 	done      chan struct{}
+	// waits ends lock waits (StopWaiting); the writer still appends when
+	// the lock is free.
+	waits    context.Context
+	endWaits context.CancelFunc
 
 	// file is the log at the current path: it remembers what it has read,
 	// so a submit reads only what was appended since (and reports each
@@ -27,35 +38,57 @@ type RequestLog struct {
 	filePath string
 }
 
-// NewRequestLog serves the requests sent on in (Submit sends them) and
-// appends them to the file path returns (the current snapshot's
-// mcp.request_log); now stamps the records. stayUntil, when not nil, keeps
-// the writer serving after its context is done until it is closed: serve
-// passes the hub's Done, so a request made during the shutdown grace
-// period is still recorded.
-func NewRequestLog(in chan messages.AppendRequest, path func() string, now func() time.Time,
-	stayUntil <-chan struct{}, log *slog.Logger) *RequestLog {
-	return &RequestLog{in: in, path: path, now: now, stayUntil: stayUntil,
-		log: log.With("component", "requestlog"), done: make(chan struct{})}
+// RequestLogOptions configure a RequestLog.
+type RequestLogOptions struct {
+	// Appends carries the requests Submit sends.
+	Appends chan messages.AppendRequest
+	// Snapshots gives the log's path (mcp.request_log of the snapshot in
+	// service), read for every request.
+	Snapshots Snapshots
+	// Now stamps the records; nil means time.Now.
+	Now func() time.Time
+	// Log receives skipped-line warnings; nil discards them.
+	Log *slog.Logger
 }
 
-// Run appends requests until ctx is done (and stayUntil is closed).
+// NewRequestLog serves the requests Submit sends.
+func NewRequestLog(o RequestLogOptions) *RequestLog {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	waits, endWaits := context.WithCancel(context.Background())
+	return &RequestLog{in: o.Appends, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
+		done: make(chan struct{}), waits: waits, endWaits: endWaits}
+}
+
+// StopWaiting makes every wait for the file's lock, now and later, give up
+// at once. It never blocks: it is a run-group interrupt.
+func (w *RequestLog) StopWaiting() { w.endWaits() }
+
+// Run appends requests until ctx is done.
 func (w *RequestLog) Run(ctx context.Context) error {
 	defer close(w.done)
-	stop := ctx.Done()
+	// lockCtx bounds lock waits: they end with ctx, or when StopWaiting is
+	// called, whichever is first; the loop itself runs until ctx ends.
+	lockCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(w.waits, cancel)()
 	for {
 		select {
-		case <-stop:
-			if w.stayUntil == nil {
+		case <-ctx.Done():
+			return nil
+		case m := <-w.in:
+			if ctx.Err() != nil {
+				// Stopped meanwhile: the caller hears ErrStopped from Submit.
 				return nil
 			}
-			stop, w.stayUntil = w.stayUntil, nil
-		case m := <-w.in:
-			path := w.path()
+			path := w.snapshots.Current().Config.MCP.RequestLog
 			if w.file == nil || w.filePath != path {
-				w.file, w.filePath = requests.Open(path), path
+				w.file, w.filePath = requests.Open(path).OnLockWait(func() {
+					w.log.Warn("the request log is locked by another process; waiting", "file", path, "up_to", jsonl.LockTimeout)
+				}), path
 			}
-			s, err := w.file.Submit(m.Request, w.now())
+			s, err := w.file.Submit(lockCtx, m.Request, w.now())
 			for _, warn := range s.Warnings {
 				w.log.Warn("request log: skipped a line", "file", path, "line", warn.Line, "problem", warn.Err)
 			}

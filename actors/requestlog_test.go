@@ -3,13 +3,16 @@ package actors
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -25,18 +28,25 @@ func pushRequest() requests.Request {
 	}
 }
 
-// newRequestLogAt returns a RequestLog writing to the file *path holds
-// (read on every request) and the sink its log goes to.
-func newRequestLogAt(path *atomic.Pointer[string]) (*RequestLog, *logSink) {
-	log, sink := newTestLogger()
-	return NewRequestLog(make(chan messages.AppendRequest), func() string { return *path.Load() }, func() time.Time { return requestTime }, nil, log), sink
+// requestLogSnapshot is a snapshot whose mcp.request_log is path.
+func requestLogSnapshot(path string) *Snapshot {
+	return &Snapshot{Config: &config.Config{MCP: config.MCP{RequestLog: path}}}
 }
 
-func pathPointer(p string) *atomic.Pointer[string] {
-	var ptr atomic.Pointer[string]
-	ptr.Store(&p)
-	return &ptr
+// newRequestLogAt returns a RequestLog writing to the file the snapshot in
+// snaps names (read on every request) and the sink its log goes to.
+func newRequestLogAt(snaps Snapshots) (*RequestLog, *logSink) {
+	log, sink := newTestLogger()
+	return NewRequestLog(RequestLogOptions{
+		Appends:   make(chan messages.AppendRequest),
+		Snapshots: snaps,
+		Now:       func() time.Time { return requestTime },
+		Log:       log,
+	}), sink
 }
+
+// pathSnapshots is a testSnapshots naming path as the request log.
+func pathSnapshots(path string) *testSnapshots { return newTestSnapshots(requestLogSnapshot(path)) }
 
 // submit calls w.Submit with a bounded context, so a hang fails the test.
 func submit(t *testing.T, w *RequestLog, r requests.Request) (requests.Submitted, error) {
@@ -62,7 +72,7 @@ func readLog(t *testing.T, path string) []*requests.Record {
 func TestRequestLogSubmitRecordsARequest(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "data", "requests.jsonl")
-	w, _ := newRequestLogAt(pathPointer(path))
+	w, _ := newRequestLogAt(pathSnapshots(path))
 	start(t, w)
 
 	s, err := submit(t, w, pushRequest())
@@ -124,14 +134,14 @@ func TestRequestLogSubmitRecognisesDuplicates(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "requests.jsonl")
-			w, _ := newRequestLogAt(pathPointer(path))
+			w, _ := newRequestLogAt(pathSnapshots(path))
 			start(t, w)
 			first, err := submit(t, w, pushRequest())
 			if err != nil {
 				t.Fatalf("first Submit: %v", err)
 			}
 			if tt.decide {
-				if err := requests.Decide(path, first.ID, requests.StatusDenied, "no", false, requestTime); err != nil {
+				if err := requests.Decide(t.Context(), path, first.ID, requests.StatusDenied, "no", false, requestTime); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -158,7 +168,7 @@ func TestRequestLogSubmitRecognisesDuplicates(t *testing.T) {
 
 func TestRequestLogSubmitAfterStopReturnsErrStopped(t *testing.T) {
 	t.Parallel()
-	w, _ := newRequestLogAt(pathPointer(filepath.Join(t.TempDir(), "requests.jsonl")))
+	w, _ := newRequestLogAt(pathSnapshots(filepath.Join(t.TempDir(), "requests.jsonl")))
 	stop := start(t, w)
 	if err := stop(); err != nil {
 		t.Fatalf("Run returned %v, want nil", err)
@@ -173,7 +183,7 @@ func TestRequestLogSubmitAfterStopReturnsErrStopped(t *testing.T) {
 func TestRequestLogSubmitDuringStopNeverHangs(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	w, _ := newRequestLogAt(pathPointer(path))
+	w, _ := newRequestLogAt(pathSnapshots(path))
 	stop := start(t, w)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -194,7 +204,9 @@ func TestRequestLogSubmitDuringStopNeverHangs(t *testing.T) {
 				switch {
 				case err == nil:
 					answered.Add(1)
-				case errors.Is(err, ErrStopped):
+				case errors.Is(err, ErrStopped), errors.Is(err, context.Canceled):
+					// Stopped, or the writer's own lock wait ended with
+					// its ctx: either way an answer, not a hang.
 					return
 				default:
 					errs <- err
@@ -227,7 +239,7 @@ func TestRequestLogSubmitDuringStopNeverHangs(t *testing.T) {
 func TestRequestLogSubmitHonoursItsContext(t *testing.T) {
 	t.Parallel()
 	// No Run: nobody takes the request, so only ctx can end the wait.
-	w, _ := newRequestLogAt(pathPointer(filepath.Join(t.TempDir(), "requests.jsonl")))
+	w, _ := newRequestLogAt(pathSnapshots(filepath.Join(t.TempDir(), "requests.jsonl")))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := w.Submit(ctx, pushRequest()); !errors.Is(err, context.Canceled) {
@@ -239,7 +251,7 @@ func TestRequestLogWarnsAboutABadLineOnce(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "requests.jsonl")
 	writeFile(t, path, "this is not JSON\n")
-	w, sink := newRequestLogAt(pathPointer(path))
+	w, sink := newRequestLogAt(pathSnapshots(path))
 	start(t, w)
 	for i, sub := range []string{"push", "fetch", "pull"} {
 		r := pushRequest()
@@ -268,17 +280,17 @@ func TestRequestLogWarnsAboutABadLineOnce(t *testing.T) {
 	}
 }
 
-func TestRequestLogAsksForThePathOnEveryRequest(t *testing.T) {
+func TestRequestLogReadsThePathOfTheSnapshotInServiceForEveryRequest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
-	path := pathPointer(first)
-	w, _ := newRequestLogAt(path)
+	snaps := pathSnapshots(first)
+	w, _ := newRequestLogAt(snaps)
 	start(t, w)
 	if _, err := submit(t, w, pushRequest()); err != nil {
 		t.Fatal(err)
 	}
-	path.Store(&second) // a reload changed mcp.request_log
+	snaps.Store(requestLogSnapshot(second)) // a reload changed mcp.request_log
 	s, err := submit(t, w, pushRequest())
 	if err != nil {
 		t.Fatal(err)
@@ -288,5 +300,133 @@ func TestRequestLogAsksForThePathOnEveryRequest(t *testing.T) {
 	}
 	if a, b := len(readLog(t, first)), len(readLog(t, second)); a != 1 || b != 1 {
 		t.Errorf("records in the old and new files = %d and %d, want 1 and 1", a, b)
+	}
+}
+
+// lockElsewhere takes the exclusive flock on path through a file of its
+// own, as another process would (a flock belongs to an open file
+// description); unlock releases it.
+func lockElsewhere(t *testing.T, path string) (unlock func()) {
+	t.Helper()
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		writeFile(t, path, "")
+	}
+	holder, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock: %v", err)
+	}
+	return func() {
+		if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_UN); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// submitAsync calls w.Submit in a goroutine, bounded by wait; the channel
+// gets its error.
+func submitAsync(w *RequestLog, r requests.Request) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_, err := w.Submit(ctx, r)
+		errc <- err
+	}()
+	return errc
+}
+
+// wantLockWaitError checks the answer to a Submit whose lock wait was cut
+// short: an error, and not the caller's own deadline.
+func wantLockWaitError(t *testing.T, errc <-chan error) {
+	t.Helper()
+	switch err := receive(t, errc, "the Submit's answer"); {
+	case err == nil:
+		t.Error("Submit while the lock was held elsewhere returned no error, want one")
+	case errors.Is(err, context.DeadlineExceeded):
+		t.Errorf("Submit returned %v: it waited out its own deadline, want the writer to give up", err)
+	}
+}
+
+// TestRequestLogStopsWhileAnotherProcessHoldsTheLock is the old defect: a
+// request-log lock held elsewhere blocked shutdown for ever. Cancelling
+// Run's ctx must end the writer's wait for the lock at once, answering the
+// request with an error. Once the lock is released, a new writer records
+// requests again.
+func TestRequestLogStopsWhileAnotherProcessHoldsTheLock(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	unlock := lockElsewhere(t, path)
+	w, sink := newRequestLogAt(pathSnapshots(path))
+	stop := start(t, w)
+	submitted := submitAsync(w, pushRequest())
+	sink.waitFor(t, "level=WARN", "locked by another process", "file="+path)
+
+	begin := time.Now()
+	if err := stop(); err != nil {
+		t.Errorf("Run returned %v, want nil", err)
+	}
+	if elapsed := time.Since(begin); elapsed > prompt {
+		t.Errorf("Run returned %v after its ctx was cancelled while the lock was held, want within %v", elapsed, prompt)
+	}
+	wantLockWaitError(t, submitted)
+	if got := readLog(t, path); len(got) != 0 {
+		t.Errorf("log holds %d records, want none while the lock was held", len(got))
+	}
+
+	unlock()
+	again, _ := newRequestLogAt(pathSnapshots(path))
+	start(t, again)
+	s, err := submit(t, again, pushRequest())
+	if err != nil {
+		t.Fatalf("Submit once the lock is released: %v", err)
+	}
+	if recs := readLog(t, path); len(recs) != 1 || recs[0].ID != s.ID {
+		t.Errorf("log holds %+v, want one record with id %s", recs, s.ID)
+	}
+}
+
+// StopWaiting (serve's interrupt, when shutdown begins) ends a wait for a
+// lock held elsewhere at once, without stopping the writer.
+func TestRequestLogStopWaitingEndsALockWait(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	unlock := lockElsewhere(t, path)
+	w, sink := newRequestLogAt(pathSnapshots(path))
+	start(t, w)
+	submitted := submitAsync(w, pushRequest())
+	sink.waitFor(t, "level=WARN", "locked by another process", "file="+path)
+
+	begin := time.Now()
+	w.StopWaiting()
+	wantLockWaitError(t, submitted)
+	if elapsed := time.Since(begin); elapsed > prompt {
+		t.Errorf("Submit answered %v after StopWaiting, want within %v", elapsed, prompt)
+	}
+	// The writer still runs: a later request is answered, not ErrStopped.
+	unlock()
+	if _, err := submit(t, w, pushRequest()); errors.Is(err, ErrStopped) {
+		t.Errorf("Submit after StopWaiting returned %v, want the writer still running", err)
+	}
+}
+
+// After StopWaiting the writer "still appends when the lock is free"
+// (RequestLog's doc): a request made during the shutdown grace period is
+// recorded.
+func TestRequestLogStillAppendsAfterStopWaitingWhenTheLockIsFree(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	w, _ := newRequestLogAt(pathSnapshots(path))
+	start(t, w)
+	w.StopWaiting()
+	s, err := submit(t, w, pushRequest())
+	if err != nil {
+		t.Fatalf("Submit with the lock free after StopWaiting: %v, want it recorded", err)
+	}
+	if recs := readLog(t, path); len(recs) != 1 || recs[0].ID != s.ID {
+		t.Errorf("log holds %+v, want one record with id %s", recs, s.ID)
 	}
 }

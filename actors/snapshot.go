@@ -1,107 +1,67 @@
 package actors
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"path/filepath"
 
-	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset"
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // Snapshot is the server's state after one successful load. It is immutable
-// and shared by pointer: a tool call keeps the snapshot it started with.
+// and shared by pointer: a tool call keeps the snapshot it started with, and
+// every reader (tool handlers, the hub's auth check, the watcher, the
+// request-log writer) sees one whole load, never half of two.
 type Snapshot struct {
 	toolset.State
+	// Config is the loaded config; its File is the config's absolute path.
 	Config *config.Config
 	// MCPToken is the bearer token MCP clients must send; "" for none.
 	MCPToken string
-	// Hash identifies the config bytes and token files it came from.
+	// Hash identifies every byte the load read (see config.Loaded).
 	Hash string
-	// ConfigPath is the absolute path of the config file.
-	ConfigPath string
+}
+
+// Shared is what outlives snapshots: one set of concurrency slots and one
+// reaper for the server's life, carried by every snapshot's State.
+type Shared struct {
+	// Slots bound the wrapped-tool children running at once; nil means
+	// unlimited. A new snapshot sets its limit.
+	Slots *toolset.Slots
+	// Reaper tracks every child a call starts; nil means none.
+	Reaper *runner.Reaper
 }
 
 // NewSnapshot builds the snapshot for a load. getenv reads the server's
 // environment, for the children's PATH and HOME.
-//
-// The snapshot's State carries no Slots and no Reaper: those live as long as
-// the server, and whoever publishes the snapshot sets them (see
-// PolicyHolder).
-func NewSnapshot(m messages.ConfigLoaded, configPath string, getenv func(string) string) *Snapshot {
-	protected := append([]string{absPath(configPath)}, m.Config.OwnFiles()...)
-	rt := make(map[string]toolset.Runtime, len(m.Config.Tools))
-	for name, t := range m.Config.Tools {
+func NewSnapshot(l *config.Loaded, shared Shared, getenv func(string) string) *Snapshot {
+	c := l.Config
+	protected := append([]string{absPath(c.File)}, c.OwnFiles()...)
+	rt := make(map[string]toolset.Runtime, len(c.Tools))
+	for name, t := range c.Tools {
 		rt[name] = toolset.Runtime{
 			WorkingDir: t.WorkingDir,
-			Env:        toolset.Environ(t.Binary, getenv, t.FileEnv, t.Env),
+			Env:        runner.Environ(t.Binary, getenv, t.FileEnv, t.Env),
 			Timeout:    t.Timeout,
-			Roots:      m.Config.MCP.AllowedCwdRoots,
+			Roots:      c.MCP.AllowedCwdRoots,
 			Protected:  protected,
 			Home:       getenv("HOME"),
 		}
 	}
+	if shared.Slots != nil {
+		shared.Slots.SetLimit(c.MCP.MaxConcurrentCalls)
+	}
 	return &Snapshot{
-		State:      toolset.State{Policy: m.Policy, Runtimes: rt},
-		Config:     m.Config,
-		MCPToken:   m.MCPToken,
-		Hash:       m.Hash,
-		ConfigPath: configPath,
+		State:    toolset.State{Policy: l.Policy, Runtimes: rt, Slots: shared.Slots, Reaper: shared.Reaper},
+		Config:   c,
+		MCPToken: l.MCPToken,
+		Hash:     l.Hash,
 	}
 }
 
 // WatchPaths are the files whose changes trigger a reload: the config and
-// the token files it names.
-func (s *Snapshot) WatchPaths() []string {
-	return append([]string{s.ConfigPath}, s.Config.TokenFiles()...)
-}
-
-// LoadConfig reads, validates and compiles the config at path, and reads
-// the token files it names. It is the whole of a reload that can fail; the
-// result is ready to swap in.
-func LoadConfig(path string, opts *config.Options) (messages.ConfigLoaded, error) {
-	data, c, err := ReadConfig(path, opts)
-	if err != nil {
-		return messages.ConfigLoaded{}, err
-	}
-	return Compile(c, data)
-}
-
-// ReadConfig reads and parses the config, returning the bytes it parsed
-// (their hash identifies the load).
-func ReadConfig(path string, opts *config.Options) ([]byte, *config.Config, error) {
-	data, err := config.ReadFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := config.Parse(path, data, opts)
-	return data, c, err
-}
-
-// Compile finishes a config parsed from data: it reads the token files,
-// compiles the policy and hashes the bytes and tokens.
-func Compile(c *config.Config, data []byte) (messages.ConfigLoaded, error) {
-	h := sha256.New()
-	h.Write(data)
-	var mcpToken string
-	for _, f := range c.TokenFiles() {
-		tok, err := config.ReadToken(f)
-		if err != nil {
-			return messages.ConfigLoaded{}, fmt.Errorf("%s: token file: %w", c.File, err)
-		}
-		if f == c.MCP.AuthTokenFile {
-			mcpToken = tok
-		}
-		fmt.Fprintf(h, "\x00%s\x00%s", f, tok)
-	}
-	p, err := c.Policy(nil)
-	if err != nil {
-		return messages.ConfigLoaded{}, fmt.Errorf("%s: %w", c.File, err)
-	}
-	return messages.ConfigLoaded{Config: c, Policy: p, MCPToken: mcpToken, Hash: hex.EncodeToString(h.Sum(nil))}, nil
-}
+// the token, env and overrides files it names.
+func (s *Snapshot) WatchPaths() []string { return s.Config.WatchFiles() }
 
 // absPath makes path absolute for comparisons with watcher events.
 func absPath(path string) string {

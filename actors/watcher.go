@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -13,22 +12,55 @@ import (
 	"github.com/wraptool/wraptool/messages"
 )
 
-// Watcher reports changes to the config and the token files it names. It
-// watches their folders rather than the files, so editors that save by
-// writing a new file and renaming it over the old one are seen, and it drops
-// every event on other files before they become messages.
+// WatchRetry is how often the watcher tries again to watch a folder it
+// wants but cannot watch (deleted, not yet created).
+const WatchRetry = time.Second
+
+// Watcher reports changes to the files a reload reads: the config, and the
+// token, env and overrides files it names. It watches their folders rather
+// than the files, so editors that save by writing a new file and renaming it
+// over the old one are seen, and it drops every event on other files before
+// it rings. The set follows the snapshot in service: after each swap the
+// policy holder rings WatchSetChanged, and the watcher adds the folders now
+// needed and drops those no longer needed. A watched folder that is deleted
+// is watched again once it is re-created.
 type Watcher struct {
-	paths func() []string
-	out   chan<- messages.FileChanged
-	log   *slog.Logger
+	snapshots Snapshots
+	changed   messages.Doorbell
+	out       messages.Doorbell
+	retry     time.Duration
+	log       *slog.Logger
 }
 
-// NewWatcher watches the files paths returns (the current snapshot's).
-// It asks again on every event and once more a while after each event it
-// forwards, when the reload that event caused has been swapped in, so a
-// reload that names a new token file, even in a new folder, widens the watch.
-func NewWatcher(paths func() []string, out chan<- messages.FileChanged, log *slog.Logger) *Watcher {
-	return &Watcher{paths: paths, out: out, log: log.With("component", "watcher")}
+// WatcherOptions configure a Watcher.
+type WatcherOptions struct {
+	// Snapshots gives the files to watch (Snapshot.WatchPaths).
+	Snapshots Snapshots
+	// WatchSetChanged is rung by the policy holder after each swap.
+	WatchSetChanged messages.Doorbell
+	// FileEvents is rung for each event on a watched file.
+	FileEvents messages.Doorbell
+	// Retry is how often a wanted folder that cannot be watched is tried
+	// again; zero means WatchRetry.
+	Retry time.Duration
+	// Log receives warnings; nil discards them.
+	Log *slog.Logger
+}
+
+// NewWatcher watches what o.Snapshots' current snapshot names.
+func NewWatcher(o WatcherOptions) *Watcher {
+	if o.Retry <= 0 {
+		o.Retry = WatchRetry
+	}
+	return &Watcher{snapshots: o.Snapshots, changed: o.WatchSetChanged, out: o.FileEvents, retry: o.Retry, log: logger(o.Log, "watcher")}
+}
+
+// watchSet is the Watcher's state, owned by Run.
+type watchSet struct {
+	fw      *fsnotify.Watcher
+	files   map[string]bool // absolute paths whose events count
+	watched map[string]bool // folders with a live watch
+	lost    map[string]bool // folders wanted but not watched (yet)
 }
 
 // Run watches until ctx is done. If file watching cannot start, it logs a
@@ -41,36 +73,32 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return nil
 	}
 	defer fw.Close()
-	dirs := map[string]bool{}
-	var files []string
-	sync := func() {
-		files = files[:0]
-		for _, p := range w.paths() {
-			p = absPath(p)
-			files = append(files, p)
-			dir := filepath.Dir(p)
-			if dirs[dir] {
-				continue
-			}
-			if err := fw.Add(dir); err != nil {
-				w.log.Warn("cannot watch folder; changes there need SIGHUP", "dir", dir, "error", err)
-				continue
-			}
-			dirs[dir] = true
+	s := &watchSet{fw: fw, files: map[string]bool{}, watched: map[string]bool{}, lost: map[string]bool{}}
+	// retry fires while some wanted folder is not watched; one timer, owned
+	// by this loop.
+	retry := time.NewTimer(w.retry)
+	retry.Stop()
+	defer retry.Stop()
+	resync := func() {
+		w.sync(s)
+		if len(s.lost) > 0 {
+			retry.Reset(w.retry)
 		}
 	}
-	sync()
-	// resync fires once after a forwarded event, by when the reload it
-	// triggers has normally been swapped in.
-	resync := time.NewTimer(resyncDelay)
-	resync.Stop()
-	defer resync.Stop()
+	resync()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-resync.C:
-			sync()
+		case <-w.changed:
+			resync()
+		case <-retry.C:
+			if w.rewatch(s) {
+				ring(w.out) // the folder is back: its files may have changed
+			}
+			if len(s.lost) > 0 {
+				retry.Reset(w.retry)
+			}
 		case err, ok := <-fw.Errors:
 			if !ok {
 				return errors.New("file watcher closed its error channel")
@@ -80,19 +108,70 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				return errors.New("file watcher closed its event channel")
 			}
-			sync() // a reload since the last event may name new files
-			if !slices.Contains(files, filepath.Clean(ev.Name)) {
+			name := filepath.Clean(ev.Name)
+			if s.watched[name] && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+				// The folder itself went away, and its watch with it.
+				delete(s.watched, name)
+				s.lost[name] = true
+				retry.Reset(w.retry)
+				ring(w.out)
 				continue
 			}
-			select {
-			case w.out <- messages.FileChanged{Path: ev.Name, Op: ev.Op.String()}:
-			case <-ctx.Done():
-				return nil
+			if s.files[name] {
+				ring(w.out)
 			}
-			resync.Reset(resyncDelay)
 		}
 	}
 }
 
-// resyncDelay is comfortably longer than the debounce plus a reload.
-const resyncDelay = 5 * DebounceDelay
+// sync makes the watches match the current snapshot: folders now needed are
+// added (or marked lost when they cannot be), folders no longer needed are
+// dropped.
+func (w *Watcher) sync(s *watchSet) {
+	want := map[string]bool{}
+	s.files = map[string]bool{}
+	for _, p := range w.snapshots.Current().WatchPaths() {
+		p = absPath(p)
+		s.files[p] = true
+		want[filepath.Dir(p)] = true
+	}
+	for dir := range s.watched {
+		if !want[dir] {
+			s.fw.Remove(dir) // the folder may be gone already: nothing to undo then
+			delete(s.watched, dir)
+		}
+	}
+	for dir := range s.lost {
+		if !want[dir] {
+			delete(s.lost, dir)
+		}
+	}
+	for dir := range want {
+		if s.watched[dir] {
+			continue
+		}
+		if err := s.fw.Add(dir); err != nil {
+			if !s.lost[dir] {
+				w.log.Warn("cannot watch folder yet; trying again", "dir", dir, "error", err)
+			}
+			s.lost[dir] = true
+			continue
+		}
+		delete(s.lost, dir)
+		s.watched[dir] = true
+	}
+}
+
+// rewatch tries the lost folders again and reports whether one came back.
+func (w *Watcher) rewatch(s *watchSet) bool {
+	back := false
+	for dir := range s.lost {
+		if err := s.fw.Add(dir); err == nil {
+			delete(s.lost, dir)
+			s.watched[dir] = true
+			back = true
+			w.log.Debug("watching folder again", "dir", dir)
+		}
+	}
+	return back
+}

@@ -211,7 +211,7 @@ type nodeEvent struct {
 }
 
 // nodeCheckCall checks a fake_pull call with args [origin]: one text item
-// holding fakecli's report, and the structured result of CONTRACT §3.
+// holding fakecli's report, and the structured result of a run.
 func nodeCheckCall(t *testing.T, ev nodeEvent, fail func(string, ...any)) {
 	t.Helper()
 	if ev.IsError || ev.ContentItems != 1 {

@@ -22,13 +22,13 @@ import (
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// requestTool is the built-in capability-request tool (CONTRACT §5).
+// requestTool is the built-in capability-request tool.
 const requestTool = "wraptool_request_capability"
 
-// idPattern is a request id (CONTRACT §5).
+// idPattern is a request id.
 var idPattern = regexp.MustCompile(`^req_[0-9a-f]{8}$`)
 
-// requestFields are the fields of a request line, all present (CONTRACT §7).
+// requestFields are the fields of a request line, all present.
 var requestFields = []string{"created_at", "enables", "flags", "id", "rationale", "status", "subcommand", "tool"}
 
 // askFor is a wraptool_request_capability input.
@@ -235,7 +235,7 @@ func TestRequestToolPendingLimit(t *testing.T) {
 	refused(askFor("fake", []string{"push"}, nil, "one too many", ""))
 
 	// A decision frees a slot.
-	if err := requests.Decide(path, "req_00000007", requests.StatusDenied, "not needed", false, time.Now()); err != nil {
+	if err := requests.Decide(t.Context(), path, "req_00000007", requests.StatusDenied, "not needed", false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	id := request(t, c, askFor("fake", []string{"push"}, nil, "one too many", ""))
@@ -307,7 +307,7 @@ func TestRequestLogConcurrentWriters(t *testing.T) {
 	wg.Go(func() {
 		<-start
 		for i := range perWriter {
-			sub, err := requests.Submit(s.RequestLog, requests.Request{
+			sub, err := requests.Submit(context.Background(), s.RequestLog, requests.Request{
 				Tool: "other", Subcommand: []string{fmt.Sprintf("local%d", i)}, Flags: []string{},
 				Rationale: strings.Repeat("l", 2000),
 			}, time.Now())

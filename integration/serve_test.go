@@ -65,7 +65,7 @@ type fakeReport struct {
 	Cwd  string   `json:"cwd"`
 }
 
-// runOutput is a run's structuredContent (CONTRACT §3).
+// runOutput is a run's structuredContent.
 type runOutput struct {
 	ExitCode   *int   `json:"exit_code"`
 	Stdout     string `json:"stdout"`
@@ -436,6 +436,10 @@ func TestServeReload(t *testing.T) {
 		// wantSchemaFlag, when set, is a property fake_pull's schema must
 		// have afterwards.
 		wantSchemaFlag string
+		// wantSkip expects the loader's debug line "reload skipped": the
+		// proof that the reload ran and found nothing to do, so the test
+		// waits for it instead of sleeping.
+		wantSkip bool
 	}{
 		{
 			name: "an in-place write that adds a rule",
@@ -493,7 +497,7 @@ func TestServeReload(t *testing.T) {
 			edit: func(t *testing.T, s *server, cfg string) {
 				writeInPlace(t, s.ConfigPath, cfg)
 			},
-			wantTools: []string{"fake_pull"},
+			wantTools: []string{"fake_pull"}, wantSkip: true,
 		},
 		{
 			name:    "a SIGHUP with unchanged bytes",
@@ -537,9 +541,19 @@ func TestServeReload(t *testing.T) {
 			if tt.wantLog != "" {
 				s.WaitLog(t, tt.wantLog, 1, eventTimeout)
 			}
-			if tt.wantChange {
+			switch {
+			case tt.wantChange:
 				expectOneListChanged(t, s, clients...)
-			} else {
+			case tt.wantSkip:
+				// The reload has run and found nothing: nothing rang the
+				// registry, so no list_changed can follow.
+				s.WaitLog(t, `msg="reload skipped"`, 1, eventTimeout)
+				for _, c := range clients {
+					if n := len(c.ListChanged); n > 0 {
+						t.Errorf("%s: got %d tools/list_changed, want none", c.name, n)
+					}
+				}
+			default:
 				expectNoListChanged(t, clients...)
 			}
 
@@ -552,7 +566,7 @@ func TestServeReload(t *testing.T) {
 				// A skipped reload logs nothing at all: only the SDK's own
 				// (demoted) records may appear.
 				for line := range strings.Lines(newLog) {
-					if !strings.Contains(line, "component=mcp") {
+					if !strings.Contains(line, "component=mcp") && !strings.Contains(line, `level=DEBUG msg="reload skipped"`) {
 						t.Errorf("log line %q after a no-op rewrite, want none", strings.TrimSpace(line))
 					}
 				}

@@ -1,56 +1,53 @@
-// Package messages holds the typed messages wraptool's actors exchange. They
-// are plain values with no behaviour, immutable once sent: a receiver may
-// keep what it is given, and a sender must not change it afterwards.
+// Package messages holds the typed messages wraptool's actors exchange, and
+// says for each channel who sends, who receives, its buffer, and what happens
+// when the receiver is busy. Messages are plain values with no behaviour,
+// immutable once sent: a receiver may keep what it is given, and a sender
+// must not change it afterwards.
 //
 // The hot-reload path reads left to right:
 //
-//	watcher ─FileChanged─► debouncer ─ReloadRequest─► loader ─ConfigLoaded─► policy holder ─ToolsetChanged─► registry
-//	signals ─ReloadRequest─────────────────────────────┘
+//	watcher ─FileEvents─► debouncer ─FileChanged─► loader ─ConfigLoaded─► policy holder ─ToolsetChanged─► registry
+//	signals ─ReloadNow───────────────────────────────┘                        └─WatchSetChanged─► watcher
 //
-// and capability requests go from the built-in tool to the request-log
-// writer as AppendRequest, answered on the reply channel the message
-// carries.
+// and capability requests go from the built-in tool's handlers to the
+// request-log writer as AppendRequest, answered on the reply channel the
+// message carries.
+//
+// Every channel, as cmd/wraptool's wiring creates it:
+//
+//	channel          type                 sender → receiver                  buffer  receiver busy
+//	FileEvents       Doorbell             watcher → debouncer                1       rings coalesce
+//	FileChanged      Doorbell             debouncer → loader                 1       rings coalesce
+//	ReloadNow        Doorbell             signals (SIGHUP) → loader          1       rings coalesce; wins over FileChanged
+//	ConfigLoaded     chan ConfigLoaded    loader → policy holder             0       blocks, with ctx: a built config is not dropped
+//	WatchSetChanged  Doorbell             policy holder → watcher            1       rings coalesce; the watcher reads the snapshot
+//	ToolsetChanged   Doorbell             policy holder → registry           1       rings coalesce; the registry reads the snapshot
+//	AppendRequest    chan AppendRequest   request-tool handlers → request log 0      blocks, with the call's ctx
+//	AppendResult     chan AppendResult    request log → one handler          1       never blocks: the caller may have gone
+//
+// A doorbell carries no data: its receiver reads the current state (the
+// snapshot the policy holder publishes) when it answers, so a burst of rings
+// is one ring, and a busy receiver never blocks its sender. Only data that
+// must not be lost travels on a blocking channel, and every blocking send
+// also selects on the sender's context.
 package messages
 
 import (
-	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// FileChanged reports an event on a file the server watches: the config or
-// a token file it names. Events on other files never become messages.
-type FileChanged struct {
-	Path string
-	Op   string
-}
+// Doorbell is a one-slot trigger: make(Doorbell, 1), rung with a
+// non-blocking send, so a ring while one is pending is absorbed by it.
+type Doorbell chan struct{}
 
-// ReloadRequest asks the loader to reload the config.
-type ReloadRequest struct {
-	// Forced is true for SIGHUP: reload and log even when nothing changed.
-	// A watch-triggered reload of unchanged files is skipped silently.
-	Forced bool
-	// Cause names the trigger for the log ("file", "SIGHUP").
-	Cause string
-}
-
-// ConfigLoaded carries a fully built, valid configuration from the loader
-// to the policy holder.
+// ConfigLoaded carries a fully built, valid configuration from the loader to
+// the policy holder.
 type ConfigLoaded struct {
-	Config *config.Config
-	Policy *policy.Policy
-	// MCPToken is the bearer token now required, or "" for none.
-	MCPToken string
-	// Hash identifies the config bytes and token files it was built from.
-	Hash string
-	// Cause is the ReloadRequest's.
+	// Loaded is the load's result: config, policy, tokens, hash.
+	Loaded *config.Loaded
+	// Cause names the trigger for the log: "file" or "SIGHUP".
 	Cause string
-}
-
-// ToolsetChanged tells the registry which policy to expose. The registry
-// diffs it against what clients see now.
-type ToolsetChanged struct {
-	Policy *policy.Policy
 }
 
 // AppendRequest asks the request-log writer to record a capability request.

@@ -34,7 +34,7 @@ type Decision struct {
 	// Paths are the argv tokens the assistant chose that a tool could read
 	// as a path (string flag values and positional arguments, in argv
 	// order), for the runner's protected-path check once the working
-	// directory is known (CONTRACT §3). Nil when refused.
+	// directory is known. Nil when refused.
 	Paths []PathArg
 
 	tool string
@@ -76,7 +76,7 @@ func (d Decision) Refuse(kind Kind, reason string) Decision {
 }
 
 // Evaluate decides one call against the policy. When several checks fail the
-// first in this order is reported (CONTRACT §4): deny rule, a flag not
+// first in this order is reported: deny rule, a flag not
 // allowed or denied, a help flag not alone, a flag's value, a required flag,
 // the number of positional arguments, a positional argument beginning with
 // '-' or holding NUL, a positional argument's pattern, cwd. The values of

@@ -17,7 +17,7 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// Bounds on a capability request's input (CONTRACT §5).
+// Bounds on a capability request's input.
 const (
 	maxTokenLen     = 64
 	maxSubcommand   = 16
@@ -178,6 +178,11 @@ func NewRequestHandler(submit Submitter, log *slog.Logger) mcp.ToolHandler {
 		s, err := submit(ctx, r)
 		if err != nil {
 			log.Warn("capability request not recorded", "tool", r.Tool, "subcommand", r.Subcommand, "error", err)
+			if errors.Is(err, requests.ErrLocked) {
+				// Another process (the CLI, a backup) holds the log: say so,
+				// naming the file, so the assistant can try again later.
+				return errorResult("The request was not recorded: " + err.Error() + ". Try again in a moment."), nil
+			}
 			if errors.Is(err, requests.ErrPendingLimit) {
 				return errorResult("The request was not recorded: the pending limit is reached (" +
 					fmt.Sprint(requests.MaxPending) + " requests await the operator's decision). " +

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // Runtime is what running a wrapped tool needs beyond its rules: where, with
@@ -15,12 +16,12 @@ import (
 type Runtime struct {
 	// WorkingDir is the default working directory; "" means the server's.
 	WorkingDir string
-	// Env is the child's complete environment (see Environ).
+	// Env is the child's complete environment (see runner.Environ).
 	Env []string
 	// Timeout bounds one call, the wait for a free slot included; zero
 	// means no limit beyond the call's context.
 	Timeout time.Duration
-	// OutputCap bounds each stream; zero means DefaultOutputCap.
+	// OutputCap bounds each stream; zero means runner.DefaultOutputCap.
 	OutputCap int
 	// Roots confine a client-supplied cwd; empty means any directory.
 	Roots []string
@@ -28,7 +29,7 @@ type Runtime struct {
 	// config, token files, env files, overrides files, the request log, the
 	// grants key, the audit log); a flag value or positional argument naming
 	// one of them or its folder is refused, and so is a client-supplied cwd
-	// that is one of those folders (CONTRACT §3). Nil means none.
+	// that is one of those folders. Nil means none.
 	Protected []string
 	// Home is the server's HOME, which "~" in a path argument stands for
 	// (besides the child's HOME in Env when that differs); "" means the
@@ -38,39 +39,49 @@ type Runtime struct {
 	// slots and reaper are the State's, set by the handler (see
 	// State.runtime); a Runtime built by hand runs without either.
 	slots  *Slots
-	reaper *Reaper
+	reaper *runner.Reaper
 }
 
 // Execute runs an allowed decision. Before anything starts it checks the
-// working directory (and pins it, see openWorkdir), then the paths the
+// working directory (and pins it, see runner.OpenWorkdir), then the paths the
 // client chose against Runtime.Protected; a refusal comes back as a refused
 // decision with the policy's denial text, and nothing runs. A run then waits
 // for a free slot within the timeout; the Result's Duration counts only the
 // run.
-func Execute(ctx context.Context, d policy.Decision, rt Runtime) (Result, policy.Decision) {
+func Execute(ctx context.Context, d policy.Decision, rt Runtime) (runner.Result, policy.Decision) {
 	if !d.Allowed() {
-		return Result{ExitCode: -1}, d
+		return runner.Result{ExitCode: -1}, d
 	}
-	dir, real, err := openWorkdir(d.Cwd, rt.WorkingDir, rt.Roots)
+	dir, real, err := runner.OpenWorkdir(d.Cwd, rt.WorkingDir, rt.Roots)
 	if err != nil {
-		var ce *CwdError
-		switch {
-		case errors.As(err, &ce):
-			return Result{ExitCode: -1}, d.Refuse(policy.KindCwd, ce.Reason)
-		case d.Cwd == "":
-			// The operator's working_dir is unusable: a failure, not a denial.
-			return Result{ExitCode: -1, Err: fmt.Errorf("failed to start: %w", err)}, d
+		var ce *runner.CwdError
+		if errors.As(err, &ce) {
+			return runner.Result{ExitCode: -1}, d.Refuse(policy.KindCwd, cwdReason(ce))
 		}
-		return Result{ExitCode: -1}, d.Refuse(policy.KindCwd, "cwd "+policy.Quote(d.Cwd)+" cannot be used: "+err.Error())
+		// The operator's working_dir is unusable: a failure, not a denial.
+		return runner.Result{ExitCode: -1, Err: fmt.Errorf("failed to start: %w", err)}, d
 	}
 	if dir != nil {
 		defer dir.Close() // Run closes it once the child started; this covers the rest
 	}
 	if reason := protectedReason(d, rt, dir, real); reason != "" {
-		return Result{ExitCode: -1}, d.Refuse(policy.KindProtected, reason)
+		return runner.Result{ExitCode: -1}, d.Refuse(policy.KindProtected, reason)
 	}
-	c := Command{Argv: d.Argv, DirFile: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap, Reaper: rt.reaper}
+	c := runner.Command{Argv: d.Argv, DirFile: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap, Reaper: rt.reaper}
 	return runInSlot(ctx, c, rt.slots), d
+}
+
+// cwdReason words a refused working directory for the denial's Policy:
+// line, the client's path quoted as every denial quotes it.
+func cwdReason(e *runner.CwdError) string {
+	cwd := "cwd " + policy.Quote(e.Path)
+	switch e.Problem {
+	case runner.Outside:
+		return cwd + " is outside the allowed roots"
+	case runner.Unusable:
+		return cwd + " cannot be used: " + e.Err.Error()
+	}
+	return cwd + " is not a directory"
 }
 
 // protectedReason is the refusal reason when the client-supplied cwd is a
@@ -112,9 +123,9 @@ func protectedReason(d policy.Decision, rt Runtime, dir *os.File, real string) s
 // runInSlot runs c once a slot is free. The wait counts against c.Timeout:
 // a wait that uses it up is a timeout with nothing run, and the run gets
 // what is left.
-func runInSlot(ctx context.Context, c Command, slots *Slots) Result {
+func runInSlot(ctx context.Context, c runner.Command, slots *Slots) runner.Result {
 	if slots == nil {
-		return Run(ctx, c)
+		return runner.Run(ctx, c)
 	}
 	full := c.Timeout
 	waitCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -125,13 +136,13 @@ func runInSlot(ctx context.Context, c Command, slots *Slots) Result {
 	err := slots.Acquire(waitCtx)
 	cancel()
 	waited := time.Since(start)
-	timedOut := func() Result {
-		return Result{ExitCode: -1, TimedOut: true,
+	timedOut := func() runner.Result {
+		return runner.Result{ExitCode: -1, TimedOut: true,
 			Err: fmt.Errorf("timed out after %s waiting for a free slot (%d running)", full, slots.Running())}
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return Result{ExitCode: -1, Err: fmt.Errorf("cancelled: %w", ctx.Err())}
+		return runner.Result{ExitCode: -1, Err: fmt.Errorf("cancelled: %w", ctx.Err())}
 	case err != nil:
 		return timedOut()
 	}
@@ -141,7 +152,7 @@ func runInSlot(ctx context.Context, c Command, slots *Slots) Result {
 			return timedOut()
 		}
 	}
-	res := Run(ctx, c)
+	res := runner.Run(ctx, c)
 	if res.TimedOut {
 		res.Err = fmt.Errorf("timed out after %s", full)
 		if waited >= time.Millisecond {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // State is what a tool call needs: the policy, each tool's runtime, and the
@@ -28,7 +29,7 @@ type State struct {
 	Slots *Slots
 	// Reaper tracks every child a call starts and is rung after each call
 	// to end what outlived it. Nil means no tracking and no sweeps.
-	Reaper *Reaper
+	Reaper *runner.Reaper
 }
 
 // runtime is the tool's Runtime carrying the State's limits.
@@ -38,7 +39,7 @@ func (s *State) runtime(tool string) Runtime {
 	return rt
 }
 
-// Output is a run's structuredContent (CONTRACT §3).
+// Output is a run's structuredContent.
 type Output struct {
 	ExitCode   int    `json:"exit_code"`
 	Stdout     string `json:"stdout"`
@@ -79,7 +80,7 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 // RunResult renders a run: one text item with stdout, then stderr under a
 // "--- stderr ---" line when there is any, then wraptool's own note when the
 // run failed outright; structuredContent carries the fields of Output.
-func RunResult(res Result) *mcp.CallToolResult {
+func RunResult(res runner.Result) *mcp.CallToolResult {
 	var b strings.Builder
 	b.WriteString(res.Stdout)
 	section := func(title, body string) {

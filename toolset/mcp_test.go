@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
-
+	"github.com/wraptool/wraptool/toolset/runner"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -374,7 +374,7 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("isError for an allowed call: %s", got)
 		}
-		var r report
+		var r toolsettest.Report
 		if err := json.Unmarshal([]byte(got), &r); err != nil {
 			t.Fatalf("text %q is not fakecli's report: %v", got, err)
 		}
@@ -503,7 +503,7 @@ func TestHandlerKeepsItsSnapshotThroughASwap(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("the call that started under the old State was refused: %s", got)
 	}
-	var r report
+	var r toolsettest.Report
 	if err := json.Unmarshal([]byte(got), &r); err != nil {
 		t.Fatalf("text %q: %v", got, err)
 	}
@@ -541,7 +541,7 @@ func TestHandlerStopKillsARunningCall(t *testing.T) {
 		}
 		done <- res
 	}()
-	pid := waitForPID(t, pidfile)
+	pid := toolsettest.WaitForPID(t, pidfile)
 	stopNow()
 	select {
 	case res := <-done:
@@ -557,36 +557,36 @@ func TestHandlerStopKillsARunningCall(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the call did not end after stop was cancelled")
 	}
-	waitDead(t, pid)
+	toolsettest.WaitDead(t, pid)
 }
 
 func TestRunResult(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name    string
-		res     Result
+		res     runner.Result
 		text    string
 		isError bool
 	}{
-		{"stdout alone is the text", Result{Stdout: "out\n"}, "out\n", false},
-		{"nothing at all is an empty text", Result{}, "", false},
-		{"stderr alone follows its header", Result{Stderr: "err\n", ExitCode: 1}, "--- stderr ---\nerr\n", true},
-		{"stderr follows stdout under its header", Result{Stdout: "out\n", Stderr: "err\n"}, "out\n--- stderr ---\nerr\n", false},
+		{"stdout alone is the text", runner.Result{Stdout: "out\n"}, "out\n", false},
+		{"nothing at all is an empty text", runner.Result{}, "", false},
+		{"stderr alone follows its header", runner.Result{Stderr: "err\n", ExitCode: 1}, "--- stderr ---\nerr\n", true},
+		{"stderr follows stdout under its header", runner.Result{Stdout: "out\n", Stderr: "err\n"}, "out\n--- stderr ---\nerr\n", false},
 		{"stdout without a final newline gets one before the header",
-			Result{Stdout: "out", Stderr: "err"}, "out\n--- stderr ---\nerr", false},
+			runner.Result{Stdout: "out", Stderr: "err"}, "out\n--- stderr ---\nerr", false},
 		{"a timeout adds wraptool's note",
-			Result{ExitCode: -1, TimedOut: true, Stdout: "partial", Err: errors.New("timed out after 30s")},
+			runner.Result{ExitCode: -1, TimedOut: true, Stdout: "partial", Err: errors.New("timed out after 30s")},
 			"partial\n--- wraptool: timed out after 30s ---\n", true},
 		{"a timeout after both streams puts the note last",
-			Result{ExitCode: -1, TimedOut: true, Stdout: "out\n", Stderr: "err", Err: errors.New("timed out after 1s")},
+			runner.Result{ExitCode: -1, TimedOut: true, Stdout: "out\n", Stderr: "err", Err: errors.New("timed out after 1s")},
 			"out\n--- stderr ---\nerr\n--- wraptool: timed out after 1s ---\n", true},
 		{"a failure to start is an error with only the note",
-			Result{ExitCode: -1, Err: errors.New("failed to start: no such file")},
+			runner.Result{ExitCode: -1, Err: errors.New("failed to start: no such file")},
 			"--- wraptool: failed to start: no such file ---\n", true},
-		{"a non-zero exit is an error", Result{ExitCode: 2, Stdout: "out\n"}, "out\n", true},
-		{"a zero exit with stderr is not an error", Result{Stderr: "warning\n"}, "--- stderr ---\nwarning\n", false},
+		{"a non-zero exit is an error", runner.Result{ExitCode: 2, Stdout: "out\n"}, "out\n", true},
+		{"a zero exit with stderr is not an error", runner.Result{Stderr: "warning\n"}, "--- stderr ---\nwarning\n", false},
 		{"an outright failure with exit 0 is still an error",
-			Result{Stdout: "out\n", Err: errors.New("exec: WaitDelay expired")},
+			runner.Result{Stdout: "out\n", Err: errors.New("exec: WaitDelay expired")},
 			"out\n--- wraptool: exec: WaitDelay expired ---\n", true},
 	}
 	for _, tc := range cases {

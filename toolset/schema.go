@@ -10,7 +10,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// Definition is the MCP tool for one exposed allow rule (CONTRACT §3): its
+// Definition is the MCP tool for one exposed allow rule: its
 // name, a description naming the command and its flags, an object input
 // schema with one property per allowed flag plus args and cwd, and the
 // output schema of a run.

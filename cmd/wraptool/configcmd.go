@@ -30,7 +30,7 @@ func (a *app) configCommand() *ff.Command {
 
 // validate prints "ok: PATH (N tools, R allow rules, S mcp_servers)", or
 // returns the first problem, whose message starts with PATH and the line.
-func (a *app) validate(_ context.Context, args []string) error {
+func (a *app) validate(ctx context.Context, args []string) error {
 	if len(args) > 1 {
 		return usageErrorf("config validate takes at most one PATH, got %d arguments", len(args))
 	}
@@ -43,13 +43,14 @@ func (a *app) validate(_ context.Context, args []string) error {
 			return err
 		}
 	}
-	c, err := a.loadConfig(path)
+	l, err := a.loadConfig(ctx, path)
 	if err != nil {
 		return err
 	}
-	for _, w := range c.Warnings(nil) {
+	for _, w := range l.Warnings {
 		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 	}
+	c := l.Config
 	_, err = fmt.Fprintf(a.stdout, "ok: %s (%d tools, %d allow rules, %d mcp_servers)\n",
 		path, len(c.Tools), c.AllowRulesWritten, len(c.MCPServers))
 	return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // run calls exec in-process with env as the whole environment and returns
@@ -198,327 +198,17 @@ func TestUsageErrorsEndWithTheHelpOfTheCommand(t *testing.T) {
 	}
 }
 
-// validConfig has 2 tools, 3 allow rules (with 5 flags between them, so a
-// count of flags would show) and 1 MCP server. $DIR is the test's folder.
-const validConfig = `mcp:
-  listen: 127.0.0.1:8717
-  auth_token_file: ./mcp-token
-tools:
-  git:
-    binary: $DIR/bin/git
-    allow:
-      - subcommand: [pull]
-        flags: ["--ff-only", "--rebase"]
-      - subcommand: [push]
-        flags: ["--set-upstream", "--tags"]
-  gh:
-    binary: $DIR/bin/gh
-    allow:
-      - subcommand: [pr, list]
-        flags: ["--state"]
-mcp_servers:
-  fs:
-    command: npx
-    args: ["-y", "some-mcp-server"]
-    allow:
-      - tool: read_file
-`
-
-const validOK = "(2 tools, 3 allow rules, 1 mcp_servers)\n"
-
-// newFixture makes a folder holding executable stand-ins for git and gh in
-// bin/, an empty home/, and files (names relative to the folder, "$DIR" in
-// contents replaced by the folder). It returns the folder.
-func newFixture(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, name := range []string{"bin/git", "bin/gh"} {
-		writeFile(t, filepath.Join(dir, name), "#!/bin/sh\nexit 0\n", 0o755)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "home"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, content := range files {
-		writeFile(t, filepath.Join(dir, name), expand(content, dir), 0o600)
-	}
-	return dir
-}
-
-func writeFile(t *testing.T, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func expand(s, dir string) string { return strings.ReplaceAll(s, "$DIR", dir) }
-
+// The cases are shared with the built binary's test (integration), so the
+// two can never drift apart.
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name  string
-		files map[string]string
-		args  []string
-		// env is the whole environment besides HOME, which is $DIR/home
-		// unless env sets it.
-		env        map[string]string
-		wantCode   int
-		wantStdout string // exact
-		// wantStderr is a prefix of stderr's first line; "" means stderr
-		// must be empty.
-		wantStderr string
-		// wantMigrationTable asks for the server: table on the lines after
-		// the first.
-		wantMigrationTable bool
-	}{
-		{
-			name:       "a valid config given as PATH prints ok with the counts",
-			files:      map[string]string{"config.yaml": validConfig},
-			args:       []string{"config", "validate", "$DIR/config.yaml"},
-			wantStdout: "ok: $DIR/config.yaml " + validOK,
-		},
-		{
-			name:       "--config names the config when no PATH is given",
-			files:      map[string]string{"my.yaml": validConfig},
-			args:       []string{"--config", "$DIR/my.yaml", "config", "validate"},
-			wantStdout: "ok: $DIR/my.yaml " + validOK,
-		},
-		{
-			name:       "--config may follow the subcommand",
-			files:      map[string]string{"my.yaml": validConfig},
-			args:       []string{"config", "validate", "--config=$DIR/my.yaml"},
-			wantStdout: "ok: $DIR/my.yaml " + validOK,
-		},
-		{
-			name:       "WRAPTOOL_CONFIG names the config when --config is absent",
-			files:      map[string]string{"env.yaml": validConfig},
-			args:       []string{"config", "validate"},
-			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/env.yaml"},
-			wantStdout: "ok: $DIR/env.yaml " + validOK,
-		},
-		{
-			name:       "--config beats WRAPTOOL_CONFIG",
-			files:      map[string]string{"flag.yaml": validConfig},
-			args:       []string{"--config", "$DIR/flag.yaml", "config", "validate"},
-			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/missing.yaml"},
-			wantStdout: "ok: $DIR/flag.yaml " + validOK,
-		},
-		{
-			name:       "an explicit PATH beats --config",
-			files:      map[string]string{"arg.yaml": validConfig},
-			args:       []string{"--config", "$DIR/missing.yaml", "config", "validate", "$DIR/arg.yaml"},
-			wantStdout: "ok: $DIR/arg.yaml " + validOK,
-		},
-		{
-			name:       "an explicit PATH beats WRAPTOOL_CONFIG",
-			files:      map[string]string{"arg.yaml": validConfig},
-			args:       []string{"config", "validate", "$DIR/arg.yaml"},
-			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/missing.yaml"},
-			wantStdout: "ok: $DIR/arg.yaml " + validOK,
-		},
-		{
-			name:       "without --config or WRAPTOOL_CONFIG the config is HOME/.config/wraptool/config.yaml",
-			files:      map[string]string{"home/.config/wraptool/config.yaml": validConfig},
-			args:       []string{"config", "validate"},
-			wantStdout: "ok: $DIR/home/.config/wraptool/config.yaml " + validOK,
-		},
-		{
-			name:       "XDG_CONFIG_HOME moves the default config",
-			files:      map[string]string{"xdg/wraptool/config.yaml": validConfig},
-			args:       []string{"config", "validate"},
-			env:        map[string]string{"XDG_CONFIG_HOME": "$DIR/xdg"},
-			wantStdout: "ok: $DIR/xdg/wraptool/config.yaml " + validOK,
-		},
-		{
-			name:       "a relative XDG_CONFIG_HOME is ignored",
-			files:      map[string]string{"home/.config/wraptool/config.yaml": validConfig},
-			args:       []string{"config", "validate"},
-			env:        map[string]string{"XDG_CONFIG_HOME": "relative/xdg"},
-			wantStdout: "ok: $DIR/home/.config/wraptool/config.yaml " + validOK,
-		},
-		{
-			name:       "a config with nothing but mcp.listen is valid",
-			files:      map[string]string{"config.yaml": "mcp:\n  listen: 127.0.0.1:8717\n"},
-			args:       []string{"config", "validate", "$DIR/config.yaml"},
-			wantStdout: "ok: $DIR/config.yaml (0 tools, 0 allow rules, 0 mcp_servers)\n",
-		},
-		{
-			name: "a relative binary is an invalid config placed at its line and field",
-			files: map[string]string{"config.yaml": "mcp: {listen: \"127.0.0.1:8717\"}\n" +
-				"tools:\n" +
-				"  git:\n" +
-				"    binary: bin/git\n"},
-			args:       []string{"config", "validate", "$DIR/config.yaml"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/config.yaml:4: tools.git.binary: ",
-		},
-		{
-			name: "a binary that is not executable is an invalid config",
-			files: map[string]string{
-				"config.yaml": "mcp: {listen: \"127.0.0.1:8717\"}\ntools:\n  git:\n    binary: $DIR/plain-file\n",
-				"plain-file":  "not a program\n",
-			},
-			args:       []string{"config", "validate", "$DIR/config.yaml"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/config.yaml:4: tools.git.binary: $DIR/plain-file is not executable",
-		},
-		{
-			name: "min greater than max is reported at the constraint",
-			files: map[string]string{"config.yaml": "mcp:\n" +
-				"  listen: 127.0.0.1:8717\n" +
-				"tools:\n" +
-				"  git:\n" +
-				"    binary: $DIR/bin/git\n" +
-				"    allow:\n" +
-				"      - subcommand: [pull]\n" +
-				"      - subcommand: [fetch]\n" +
-				"        flags: [\"--depth\"]\n" +
-				"        flag_constraints:\n" +
-				"          \"--depth\": {type: integer, min: 5, max: 2}\n"},
-			args:       []string{"config", "validate", "$DIR/config.yaml"},
-			wantCode:   exitFailure,
-			wantStderr: `$DIR/config.yaml:11: tools.git.allow[1].flag_constraints["--depth"]: min 5 is greater than max 2`,
-		},
-		{
-			name:       "an unknown key is an invalid config",
-			files:      map[string]string{"config.yaml": "mcp:\n  listen: 127.0.0.1:8717\n  listne: 127.0.0.1:1\n"},
-			args:       []string{"config", "validate", "$DIR/config.yaml"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/config.yaml:3: mcp.listne: unknown field",
-		},
-		{
-			name:       "an empty config lacks mcp.listen",
-			files:      map[string]string{"config.yaml": ""},
-			args:       []string{"config", "validate", "$DIR/config.yaml"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/config.yaml:1: mcp.listen: ",
-		},
-		{
-			name:       "an invalid config named by WRAPTOOL_CONFIG is reported under that name",
-			files:      map[string]string{"env.yaml": "mcp:\n  listen: nowhere\n"},
-			args:       []string{"config", "validate"},
-			env:        map[string]string{"WRAPTOOL_CONFIG": "$DIR/env.yaml"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/env.yaml:2: mcp.listen: ",
-		},
-		{
-			name: "a server section is refused with the migration table",
-			files: map[string]string{"config.yaml": "server:\n" +
-				"  transport: sse\n" +
-				"  listen: 127.0.0.1:8717\n"},
-			args:               []string{"config", "validate", "$DIR/config.yaml"},
-			wantCode:           exitFailure,
-			wantStderr:         "$DIR/config.yaml:2: server.transport: ",
-			wantMigrationTable: true,
-		},
-		{
-			name: "a server.web section is refused at its first retired key",
-			files: map[string]string{"config.yaml": "mcp:\n" +
-				"  listen: 127.0.0.1:8717\n" +
-				"server:\n" +
-				"  web:\n" +
-				"    auth_token_file: ~/admin-token\n"},
-			args:               []string{"config", "validate", "$DIR/config.yaml"},
-			wantCode:           exitFailure,
-			wantStderr:         "$DIR/config.yaml:5: server.web.auth_token_file: the server section is not supported: move server.web.auth_token_file to admin.auth_token_file",
-			wantMigrationTable: true,
-		},
-		{
-			name:       "a missing file exits 1 naming the file",
-			args:       []string{"config", "validate", "$DIR/missing.yaml"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/missing.yaml: cannot read config: no such file or directory",
-		},
-		{
-			name:       "a missing default config exits 1 naming the default path",
-			args:       []string{"config", "validate"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/home/.config/wraptool/config.yaml: cannot read config: ",
-		},
-		{
-			name:       "a folder given as PATH exits 1",
-			args:       []string{"config", "validate", "$DIR/home"},
-			wantCode:   exitFailure,
-			wantStderr: "$DIR/home: cannot read config: ",
-		},
-		{
-			name:       "two PATH arguments are a usage error",
-			files:      map[string]string{"config.yaml": validConfig},
-			args:       []string{"config", "validate", "$DIR/config.yaml", "$DIR/config.yaml"},
-			wantCode:   exitUsage,
-			wantStderr: "wraptool: config validate takes at most one PATH, got 2 arguments",
-		},
-		{
-			name:       "an unknown flag of validate is a usage error",
-			files:      map[string]string{"config.yaml": validConfig},
-			args:       []string{"config", "validate", "--strict", "$DIR/config.yaml"},
-			wantCode:   exitUsage,
-			wantStderr: `wraptool: validate: parse args: unknown flag "strict"`,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tc := range configtest.ValidateCases() {
+		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			dir := newFixture(t, tt.files)
-			env := map[string]string{"HOME": filepath.Join(dir, "home")}
-			for k, v := range tt.env {
-				env[k] = expand(v, dir)
-			}
-			args := make([]string, len(tt.args))
-			for i, a := range tt.args {
-				args[i] = expand(a, dir)
-			}
-
+			dir, args, env := tc.Setup(t)
 			stdout, stderr, code := run(t, env, args...)
-
-			if code != tt.wantCode {
-				t.Errorf("exit status = %d, want %d (stderr %q)", code, tt.wantCode, stderr)
-			}
-			if want := expand(tt.wantStdout, dir); stdout != want {
-				t.Errorf("stdout = %q, want %q", stdout, want)
-			}
-			wantStderr := expand(tt.wantStderr, dir)
-			switch {
-			case wantStderr == "" && stderr != "":
-				t.Errorf("stderr = %q, want it empty", stderr)
-			case !strings.HasPrefix(firstLine(stderr), wantStderr):
-				t.Errorf("first line of stderr = %q, want it to start with %q", firstLine(stderr), wantStderr)
-			}
-			if tt.wantMigrationTable {
-				checkMigrationTable(t, stderr)
-			}
+			tc.Check(t, dir, stdout, stderr, code)
 		})
-	}
-}
-
-// checkMigrationTable checks that the lines after stderr's first hold the
-// reference's table, one retired key and its replacement a line, in order.
-func checkMigrationTable(t *testing.T, stderr string) {
-	t.Helper()
-	want := [][2]string{
-		{"server.transport", "mcp.transport"},
-		{"server.listen", "mcp.listen"},
-		{"server.auth_token_file", "mcp.auth_token_file"},
-		{"server.request_log", "mcp.request_log"},
-		{"server.allowed_cwd_roots", "mcp.allowed_cwd_roots"},
-		{"server.web.listen", "admin.listen"},
-		{"server.web.auth_token_file", "admin.auth_token_file"},
-	}
-	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-	var got [][2]string
-	for _, line := range lines[1:] {
-		if f := strings.Fields(line); len(f) == 3 && f[1] == "→" {
-			got = append(got, [2]string{f[0], f[2]})
-		}
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("migration table after the first line = %v, want %v\nstderr:\n%s", got, want, stderr)
-	}
-	if len(lines) < 2 || lines[1] == "" {
-		t.Errorf("stderr = %q, want the table to start on the second line", stderr)
 	}
 }
 
@@ -579,7 +269,7 @@ func TestConfigValidateReportsTheFirstProblemInDocumentOrder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := newFixture(t, map[string]string{"config.yaml": tt.config})
+			dir := configtest.NewFixture(t, map[string]string{"config.yaml": tt.config})
 			env := map[string]string{"HOME": filepath.Join(dir, "home")}
 			stdout, stderr, code := run(t, env, "config", "validate", filepath.Join(dir, "config.yaml"))
 			if code != exitFailure {
@@ -588,7 +278,7 @@ func TestConfigValidateReportsTheFirstProblemInDocumentOrder(t *testing.T) {
 			if stdout != "" {
 				t.Errorf("stdout = %q, want it empty", stdout)
 			}
-			if want := expand(tt.wantStderr, dir); !strings.HasPrefix(firstLine(stderr), want) {
+			if want := configtest.Expand(tt.wantStderr, dir); !strings.HasPrefix(firstLine(stderr), want) {
 				t.Errorf("first line of stderr = %q, want it to start with %q", firstLine(stderr), want)
 			}
 		})
@@ -641,7 +331,7 @@ func TestLogLevel(t *testing.T) {
 			if tt.config != "" {
 				cfg += "  log_level: " + tt.config + "\n"
 			}
-			dir := newFixture(t, map[string]string{"config.yaml": cfg})
+			dir := configtest.NewFixture(t, map[string]string{"config.yaml": cfg})
 			env := map[string]string{"HOME": filepath.Join(dir, "home")}
 			for k, v := range tt.env {
 				env[k] = v
@@ -650,7 +340,7 @@ func TestLogLevel(t *testing.T) {
 			if err := a.setup(); err != nil {
 				t.Fatalf("setup: %v", err)
 			}
-			if _, err := a.loadConfig(filepath.Join(dir, "config.yaml")); err != nil {
+			if _, err := a.loadConfig(t.Context(), filepath.Join(dir, "config.yaml")); err != nil {
 				t.Fatalf("loadConfig: %v", err)
 			}
 			if got := a.level.Level(); got != tt.want {

@@ -31,6 +31,10 @@ type app struct {
 	levelPinned bool
 	log         *slog.Logger
 
+	// hooks are the process-wide parts of serve (signals, the load path),
+	// replaced by in-process tests.
+	hooks
+
 	// ownsProcess is true when the app is the whole process (main), not a
 	// test running serve in-process: only then may serve make the process a
 	// child subreaper, whose sweeps kill children no call owns (in a test
@@ -45,7 +49,7 @@ func exec(ctx context.Context, args []string, getenv func(string) string, stdin 
 }
 
 // execProcess is exec for main: the app owns the process, so serve also
-// reaps what calls leave behind (CONTRACT §6).
+// reaps what calls leave behind: every process a call started is gone when it ends.
 func execProcess(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	a := newApp(getenv, stdout, stderr)
 	a.ownsProcess = true
@@ -75,7 +79,7 @@ func (a *app) exec(ctx context.Context, args []string) error {
 // newApp builds the command tree and its global flags; nothing is parsed or
 // run yet.
 func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, level: new(slog.LevelVar)}
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, level: new(slog.LevelVar), hooks: defaultHooks()}
 	a.flags = ff.NewFlagSet("wraptool")
 	a.flags.StringVar(&a.configArg, 0, "config", "", "config file (else $WRAPTOOL_CONFIG, else ~/.config/wraptool/config.yaml)")
 	a.flags.StringVar(&a.levelArg, 0, "log-level", "", "debug, info, warn or error (else $WRAPTOOL_LOG_LEVEL, else mcp.log_level, else info)")
@@ -152,15 +156,17 @@ func (a *app) configPath() (string, error) {
 	return p, nil
 }
 
-// loadConfig loads the config and applies mcp.log_level unless the level was
-// pinned on the command line or in the environment.
-func (a *app) loadConfig(path string) (*config.Config, error) {
-	c, err := config.Load(path, a.configOptions())
+// loadConfig loads the config as the server does, without creating token
+// files (validate touches nothing), and applies
+// mcp.log_level unless the level was pinned on the command line or in the
+// environment.
+func (a *app) loadConfig(ctx context.Context, path string) (*config.Loaded, error) {
+	l, err := config.LoadFile(ctx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensOptional})
 	if err != nil {
 		return nil, err
 	}
-	a.applyConfigLevel(c)
-	return c, nil
+	a.applyConfigLevel(l.Config)
+	return l, nil
 }
 
 // applyConfigLevel sets the log level from mcp.log_level unless a flag or

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -32,17 +31,6 @@ const (
 	DefaultMaxConcurrentCalls = 16
 )
 
-// Load reads and parses the config at path. A file that cannot be read gives
-// an error starting with the path and wrapping the cause (fs.ErrNotExist for a
-// missing file); an invalid file gives an *Error.
-func Load(path string, o *Options) (*Config, error) {
-	data, err := ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(path, data, o)
-}
-
 // ReadFile reads the config's bytes, refusing a file that anyone but its
 // owner may write or replace, or that another user owns: the config decides
 // what runs, and the server reloads it on every change. A file that cannot be
@@ -54,11 +42,11 @@ func ReadFile(path string) ([]byte, error) {
 			return nil, &Error{File: path, Msg: msg}
 		}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path, maxConfigBytes)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
+		var fe *fileError
+		if errors.As(err, &fe) {
+			err = fe.Err
 		}
 		return nil, fmt.Errorf("%s: cannot read config: %w", path, err)
 	}
@@ -74,7 +62,10 @@ func Parse(file string, data []byte, o *Options) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: resolve folder: %w", file, err)
 	}
-	c := &Config{File: file, Dir: dir, lines: lineIndex{"": {1, 1}}}
+	c := &Config{File: file, Dir: dir, lines: lineIndex{"": {1, 1}}, files: newFiles()}
+	if abs, err := filepath.Abs(file); err == nil {
+		c.files.put(abs, data)
+	}
 	root, err := parseDocument(file, data)
 	if err != nil {
 		return nil, err
@@ -327,7 +318,7 @@ func (c *Config) readEnvFiles() error {
 	read := func(p fieldPath, files []string) (map[string]string, error) {
 		env := map[string]string{}
 		for i, f := range files {
-			vars, err := readEnvFile(f)
+			vars, err := c.readEnvFile(f)
 			if err != nil {
 				return nil, c.errorAt(p.index(i), "%v", err)
 			}
@@ -351,14 +342,11 @@ func (c *Config) readEnvFiles() error {
 	return nil
 }
 
-func readEnvFile(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+// readEnvFile reads and parses one env file, once per load.
+func (c *Config) readEnvFile(path string) (map[string]string, error) {
+	data, err := c.fileSet().get(path, maxEnvBytes)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("cannot read env file %s: %w", path, err)
+		return nil, fmt.Errorf("cannot read env file %w", err)
 	}
 	return ParseEnvFile(path, data)
 }

@@ -259,7 +259,7 @@ func TestServerSectionIsRefusedWithMigration(t *testing.T) {
 func TestLoadMissingFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "none.yaml")
-	_, err := Load(path, nil)
+	_, err := LoadFile(t.Context(), path, nil)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("error %v does not wrap fs.ErrNotExist", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 // Files that decide what runs are refused when anyone but their owner may
 // write (or, for tokens, read) them or replace them, or when another user
-// owns them (CONTRACT §2). Each case failed before the check existed: the
+// owns them. Each case failed before the check existed: the
 // config was accepted.
 func TestValidateRefusesFilesOthersControl(t *testing.T) {
 	t.Parallel()
@@ -206,7 +206,7 @@ func TestLoadRefusesAConfigOthersControl(t *testing.T) {
 			cfg := filepath.Join(dir, "config.yaml")
 			write(t, cfg, base, 0o600)
 			path := tc.setup(t, dir, cfg)
-			_, err := Load(path, &Options{Home: dir})
+			_, err := LoadFile(t.Context(), path, &LoadOptions{Paths: &Options{Home: dir}})
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("Load: got %v, want a *config.Error", err)

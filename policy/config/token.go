@@ -2,14 +2,14 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"strings"
 )
 
-// ReadToken returns the token in path with surrounding whitespace removed,
+// readToken returns the token in path with surrounding whitespace removed,
 // so a trailing newline from an editor does not become part of the secret.
-func ReadToken(path string) (string, error) {
-	data, err := os.ReadFile(path)
+// A load reads each token file once.
+func (c *Config) readToken(path string) (string, error) {
+	data, err := c.fileSet().get(path, maxTokenBytes)
 	if err != nil {
 		return "", err
 	}

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 )
 
-// EnsureToken creates the token file at path when none exists: 32 random
+// ensureToken creates the token file at path when none exists: 32 random
 // bytes, hex-encoded, mode 0600, in a folder created with mode 0700. It never
 // replaces an existing file, not even one that appears while it works. It
 // reports whether it wrote the file.
-func EnsureToken(path string) (bool, error) {
+func ensureToken(path string) (bool, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return false, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -40,32 +40,6 @@ func (c *Config) TokenFiles() []string {
 	for _, f := range []string{c.MCP.AuthTokenFile, c.Admin.AuthTokenFile} {
 		if f != "" {
 			files = append(files, f)
-		}
-	}
-	return files
-}
-
-// OwnFiles lists, as absolute paths, the files of wraptool's own that the
-// config names besides itself: token files, env files (of tools and
-// mcp_servers), overrides files and the request log. A wrapped tool must
-// never be pointed at one of them or the folders holding them (CONTRACT §3):
-// a tool told where to write could otherwise rewrite the gate.
-func (c *Config) OwnFiles() []string {
-	files := append([]string{}, c.TokenFiles()...)
-	files = append(files, c.MCP.RequestLog)
-	for _, name := range sortedKeys(c.Tools) {
-		t := c.Tools[name]
-		files = append(files, t.EnvFiles...)
-		if t.Introspection.OverridesFile != "" {
-			files = append(files, t.Introspection.OverridesFile)
-		}
-	}
-	for _, name := range sortedKeys(c.MCPServers) {
-		files = append(files, c.MCPServers[name].EnvFiles...)
-	}
-	for i, f := range files {
-		if abs, err := filepath.Abs(f); err == nil {
-			files[i] = abs
 		}
 	}
 	return files

@@ -7,7 +7,7 @@ import (
 )
 
 // Config is a loaded wraptool configuration. Its fields mirror the YAML keys
-// of the configuration reference; Load fills defaults and resolves paths, so
+// of the README's Configuration section; Load fills defaults and resolves paths, so
 // readers never need to.
 type Config struct {
 	// MCP is how the MCP transport is exposed.
@@ -30,6 +30,8 @@ type Config struct {
 	AllowRulesWritten int `yaml:"-"`
 
 	lines lineIndex
+	// files are the bytes this load read, each file once (see files).
+	files *files
 }
 
 // MCP configures the MCP listener.

@@ -115,8 +115,8 @@ func (v *validator) admin() {
 		v.fail(p.key("auth_token_file"), "must not be the same file as mcp.auth_token_file: the admin token must differ from the MCP token")
 		return
 	}
-	at, aerr := ReadToken(a.AuthTokenFile)
-	mt, merr := ReadToken(mcpTok)
+	at, aerr := v.c.readToken(a.AuthTokenFile)
+	mt, merr := v.c.readToken(mcpTok)
 	if aerr == nil && merr == nil && at == mt {
 		v.fail(p.key("auth_token_file"), "holds the same token as mcp.auth_token_file: the admin token must differ from the MCP token")
 	}
@@ -128,7 +128,7 @@ func (v *validator) tokenFile(p fieldPath, path string) {
 	if path == "" {
 		return
 	}
-	_, err := ReadToken(path)
+	_, err := v.c.readToken(path)
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
 		v.private(p, path, secret)
@@ -139,7 +139,7 @@ func (v *validator) tokenFile(p fieldPath, path string) {
 
 // private refuses a file that decides what runs when anyone but its owner
 // may write (or, for a secret, read) it or replace it, or when another user
-// owns it (CONTRACT §2).
+// owns it.
 func (v *validator) private(p fieldPath, path string, kind fileKind) {
 	if msg := checkFile(path, kind); msg != "" {
 		v.fail(p, "%s", msg)
@@ -381,7 +381,7 @@ func (v *validator) env(p fieldPath, env map[string]string, files []string) {
 		}
 	}
 	for i, f := range files {
-		if _, err := readEnvFile(f); err != nil {
+		if _, err := v.c.readEnvFile(f); err != nil {
 			v.fail(p.key("env_files").index(i), "%v", err)
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Every validation rule of CONTRACT §2 (and each structural check), with the
+// Every validation rule (README: What validation refuses) and each structural check, with the
 // line and field path the error must carry. Lines 1-2 are `base`.
 func TestValidateRejects(t *testing.T) {
 	t.Parallel()

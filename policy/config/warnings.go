@@ -31,7 +31,7 @@ func (w Warning) String() string {
 // Warnings lists, in document order, what `config validate` and the server
 // warn about in a loaded config: each short flag whose value-taking rests on
 // the default alone (its value is then checked like a positional argument,
-// CONTRACT §3), and each env file others may read. types answers from
+// see policy.Flag.Unproven), and each env file others may read. types answers from
 // introspection and may be nil; nothing here runs a tool.
 func (c *Config) Warnings(types policy.FlagTypes) []Warning {
 	var out []Warning

@@ -2,6 +2,7 @@ package requests
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/jsonl"
 )
 
 // BenchmarkSubmitLargeLog times one Submit into a log that already holds
@@ -26,20 +29,22 @@ func BenchmarkSubmitLargeLog(b *testing.B) {
 				l := Open(path)
 				submit := l.Submit
 				if via == "path" {
-					submit = func(r Request, now time.Time) (Submitted, error) { return Submit(path, r, now) }
+					submit = func(ctx context.Context, r Request, now time.Time) (Submitted, error) {
+						return Submit(ctx, path, r, now)
+					}
 				}
 				// A Log's first call folds the whole file; time the calls after.
-				if _, err := l.Submit(Request{Tool: "warm", Rationale: rationale}, t0); err != nil {
+				if _, err := l.Submit(b.Context(), Request{Tool: "warm", Rationale: rationale}, t0); err != nil {
 					b.Fatal(err)
 				}
 				i := 0
 				for b.Loop() {
-					s, err := submit(Request{Tool: "bench", Subcommand: []string{strconv.Itoa(i)}, Rationale: rationale}, t0)
+					s, err := submit(b.Context(), Request{Tool: "bench", Subcommand: []string{strconv.Itoa(i)}, Rationale: rationale}, t0)
 					b.StopTimer()
 					if err != nil || s.Existing {
 						b.Fatalf("Submit = %+v, %v; want a new request", s, err)
 					}
-					if err := l.Decide(s.ID, StatusDenied, "", false, t0); err != nil {
+					if err := l.Decide(b.Context(), s.ID, StatusDenied, "", false, t0); err != nil {
 						b.Fatal(err)
 					}
 					i++
@@ -61,7 +66,7 @@ func writeDecided(b *testing.B, path string, n int, rationale string) {
 			Record{ID: id, CreatedAt: t0.UTC(), Tool: "prior", Subcommand: []string{strconv.Itoa(i)}, Flags: []string{}, Rationale: rationale, Status: StatusPending},
 			decisionLine{ID: id, Status: StatusDenied, DecidedAt: t0.UTC()},
 		} {
-			line, err := encodeLine(v)
+			line, err := jsonl.Encode(v)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,8 +1,8 @@
 package requests
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -11,12 +11,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/jsonl"
 )
 
 // Statuses a request can have.
@@ -49,8 +49,8 @@ type Record struct {
 }
 
 // A request line is a pending Record, whose unset decision fields are left
-// out; decisionLine is written exactly as CONTRACT §7 lists it, every field
-// present.
+// out; decisionLine always carries every field (id, status,
+// decided_at, reason, applied), so readers never guess a default.
 type decisionLine struct {
 	ID        string    `json:"id"`
 	Status    string    `json:"status"`
@@ -99,6 +99,7 @@ type Warning struct {
 	Err  string
 }
 
+// String is the warning as logs show it: "line 3: not a complete JSON object".
 func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.Err) }
 
 // Fold reads a log and folds it by id, in order of first appearance.
@@ -106,9 +107,9 @@ func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.E
 // are skipped and reported. A last line without its newline counts.
 func Fold(r io.Reader) ([]*Record, []Warning, error) {
 	f := newFolder(true)
-	lines := newLineReader(r, math.MaxInt64)
+	lines := jsonl.NewLineReader(r, math.MaxInt64, MaxLineBytes)
 	for {
-		l, err := lines.next()
+		l, err := lines.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -153,14 +154,14 @@ func (f *folder) pending(req Request) (id string, ok bool) {
 }
 
 // add folds the next line.
-func (f *folder) add(rl rawLine) {
+func (f *folder) add(rl jsonl.Line) {
 	f.lines++
 	n := f.lines
-	if rl.tooLong {
+	if rl.TooLong {
 		f.warns = append(f.warns, Warning{n, fmt.Sprintf("longer than %d bytes", MaxLineBytes)})
 		return
 	}
-	raw := bytes.TrimSpace(rl.text)
+	raw := bytes.TrimSpace(rl.Text)
 	if len(raw) == 0 {
 		return
 	}
@@ -233,54 +234,6 @@ func (f *folder) add(rl rawLine) {
 // blob) is skipped with a warning rather than breaking every later read.
 const MaxLineBytes = 1 << 20
 
-// lineReader yields lines of at most max bytes; the rest of a longer line
-// is read and dropped, so memory stays bounded.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-}
-
-// newLineReader reads r, which holds at most size bytes (its buffer need
-// not be larger).
-func newLineReader(r io.Reader, size int64) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, int(min(max(size, 16), 64<<10))), max: MaxLineBytes}
-}
-
-// rawLine is one line as read.
-type rawLine struct {
-	text    []byte // without its newline; nil when tooLong
-	size    int64  // bytes read, newline included
-	tooLong bool   // longer than the limit, and dropped
-	ended   bool   // ended by a newline, not by the end of the input
-}
-
-// next returns the next line, or io.EOF after the last one.
-func (lr *lineReader) next() (rawLine, error) {
-	var l rawLine
-	for {
-		chunk, err := lr.r.ReadSlice('\n')
-		l.size += int64(len(chunk))
-		if !l.tooLong {
-			if len(l.text)+len(chunk) > lr.max+1 {
-				l.tooLong, l.text = true, nil
-			} else {
-				l.text = append(l.text, chunk...)
-			}
-		}
-		switch {
-		case err == nil:
-			l.text, l.ended = bytes.TrimSuffix(l.text, []byte("\n")), true
-			return l, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && l.size > 0:
-			return l, nil
-		default:
-			return rawLine{}, err
-		}
-	}
-}
-
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -290,7 +243,7 @@ func nonNil(s []string) []string {
 
 // Read folds the log at path; a missing file is an empty log.
 func Read(path string) ([]*Record, []Warning, error) {
-	f, err := os.Open(path)
+	f, err := jsonl.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return []*Record{}, nil, nil
 	}
@@ -323,15 +276,15 @@ type Submitted struct {
 // Submit records a request in the log at path, as Open(path).Submit does.
 // It reads the whole file; a writer that submits again and again (the
 // server) keeps a Log instead.
-func Submit(path string, req Request, now time.Time) (Submitted, error) {
-	return Open(path).Submit(req, now)
+func Submit(ctx context.Context, path string, req Request, now time.Time) (Submitted, error) {
+	return Open(path).Submit(ctx, req, now)
 }
 
 // Decide records a decision in the log at path, as Open(path).Decide does.
 // It reads the whole file; the CLI and the admin UI decide too rarely to
 // keep a Log.
-func Decide(path, id, status, reason string, applied bool, now time.Time) error {
-	return Open(path).Decide(id, status, reason, applied, now)
+func Decide(ctx context.Context, path, id, status, reason string, applied bool, now time.Time) error {
+	return Open(path).Decide(ctx, id, status, reason, applied, now)
 }
 
 // Log is a writer of the log at one path that remembers what it has folded,
@@ -348,11 +301,18 @@ func Decide(path, id, status, reason string, applied bool, now time.Time) error 
 // unnoticed; writers only append.)
 //
 // A Log is safe for concurrent use, and with other writers in this and other
-// processes.
+// processes. A call waits for the lock (another call on the same Log, or
+// another writer's flock) only while its context lasts, and at most
+// jsonl.LockTimeout for the flock.
 type Log struct {
-	path string
+	path    string
+	waiting func() // see OnLockWait; nil for none
 
-	mu     sync.Mutex
+	// turn is held (a value in it) by the call using the fields below:
+	// a one-slot semaphore rather than a sync.Mutex, so that a call
+	// queued behind another one stuck on the flock still ends with its
+	// context.
+	turn   chan struct{}
 	fold   *folder // what the file held up to offset; nil before the first call
 	dev    uint64  // the device and inode of the file folded
 	ino    uint64
@@ -375,16 +335,31 @@ const markBytes = 64
 // Open returns a Log for the file at path. It does no I/O: the first call
 // creates the file (mode 0600, in a 0700 folder) when it is missing, and
 // folds it whole.
-func Open(path string) *Log { return &Log{path: path} }
+func Open(path string) *Log { return &Log{path: path, turn: make(chan struct{}, 1)} }
+
+// OnLockWait sets fn to be called whenever a call finds the file locked by
+// another process and starts waiting (for at most jsonl.LockTimeout), so
+// the server can log why a request is slow. Set it before the Log's first
+// use; it returns l.
+func (l *Log) OnLockWait(fn func()) *Log {
+	l.waiting = fn
+	return l
+}
 
 // Submit records a request unless an identical one is pending, all under
 // the file lock so the check and the append are one step even across
-// processes. now is the creation time (UTC is applied).
-func (l *Log) Submit(req Request, now time.Time) (Submitted, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// processes. now is the creation time (UTC is applied). When ctx ends
+// before the lock is taken, or the lock stays held for jsonl.LockTimeout,
+// it writes nothing and returns an error naming the file (wrapping
+// ctx.Err() or jsonl.ErrLockTimeout).
+func (l *Log) Submit(ctx context.Context, req Request, now time.Time) (Submitted, error) {
+	release, err := l.take(ctx)
+	if err != nil {
+		return Submitted{}, err
+	}
+	defer release()
 	var out Submitted
-	err := l.withFile(func(f *os.File) error {
+	err = l.withFile(ctx, func(f *os.File) error {
 		if id, ok := l.fold.pending(req); ok {
 			out.ID, out.Existing = id, true
 			return nil
@@ -409,14 +384,18 @@ func (l *Log) Submit(req Request, now time.Time) (Submitted, error) {
 // Decide appends a decision for a pending request. It returns ErrUnknownID
 // for an id the log does not hold and ErrDecided for one already decided, so
 // two operators (the CLI and the web UI) cannot both decide one request.
-// Lines it skips are reported by the next Submit.
-func (l *Log) Decide(id, status, reason string, applied bool, now time.Time) error {
+// Lines it skips are reported by the next Submit. It waits for the lock as
+// Submit does.
+func (l *Log) Decide(ctx context.Context, id, status, reason string, applied bool, now time.Time) error {
 	if status != StatusApproved && status != StatusDenied {
 		return fmt.Errorf("decide %s: status %q is not approved or denied", id, status)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.withFile(func(f *os.File) error {
+	release, err := l.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return l.withFile(ctx, func(f *os.File) error {
 		switch was, ok := l.fold.status[id]; {
 		case !ok:
 			return fmt.Errorf("%w: %s", ErrUnknownID, id)
@@ -427,28 +406,39 @@ func (l *Log) Decide(id, status, reason string, applied bool, now time.Time) err
 	})
 }
 
-// withFile opens (creating, mode 0600, in a 0700 folder) and locks the log,
-// brings the fold up to date with it, and runs fn. The caller holds l.mu.
-func (l *Log) withFile(fn func(*os.File) error) error {
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return fmt.Errorf("request log: %w", err)
+// take waits for the Log's turn while ctx lasts; release ends it. A free
+// turn is taken even when ctx is already done, as jsonl.Lock takes a free
+// lock: only waiting ends with ctx.
+func (l *Log) take(ctx context.Context) (release func(), err error) {
+	select {
+	case l.turn <- struct{}{}:
+		return func() { <-l.turn }, nil
+	default:
 	}
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	select {
+	case l.turn <- struct{}{}:
+		return func() { <-l.turn }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("request log: lock %s: %w", l.path, ctx.Err())
+	}
+}
+
+// withFile opens the log privately (creating it), locks it, ends a torn
+// last line, brings the fold up to date with the file and runs fn. The
+// caller has its turn; waiting for the lock ends with ctx.
+func (l *Log) withFile(ctx context.Context, fn func(*os.File) error) error {
+	f, err := jsonl.OpenPrivate(l.path)
 	if err != nil {
 		return fmt.Errorf("request log: %w", err)
 	}
 	defer f.Close()
-	// The log holds what the assistant asked for; keep it private even if
-	// someone loosened its mode.
-	if info, err := f.Stat(); err == nil && info.Mode().Perm()&0o077 != 0 {
-		if err := f.Chmod(0o600); err != nil {
-			return fmt.Errorf("request log: restrict mode: %w", err)
-		}
+	if err := jsonl.Lock(ctx, f, l.waiting); err != nil {
+		return fmt.Errorf("request log: %w", err)
 	}
-	if err := flock(f); err != nil {
-		return fmt.Errorf("request log: lock %s: %w", l.path, err)
+	defer jsonl.Unlock(f)
+	if _, err := jsonl.EndTornLine(f); err != nil {
+		return fmt.Errorf("request log %s: end a torn line: %w", l.path, err)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	if err := l.catchUp(f); err != nil {
 		return fmt.Errorf("read request log %s: %w", l.path, err)
 	}
@@ -456,22 +446,15 @@ func (l *Log) withFile(fn func(*os.File) error) error {
 }
 
 // catchUp folds what was appended to f since the last call, or all of f
-// when it is not the file folded. A last line without its newline (a torn
-// write, or a hand edit) is first ended with one, as every writer does
-// before appending, so the checks that follow see what Read sees. The
-// caller holds the lock.
+// when it is not the file folded. The caller holds the lock and has ended
+// a torn last line, so every line is complete: the checks that follow see
+// what Read sees.
 func (l *Log) catchUp(f *os.File) error {
 	size, err := l.recognise(f)
 	if err != nil {
 		return err
 	}
-	if err := l.consume(l.section(f, size)); err != nil || l.offset == size {
-		return err
-	}
-	if _, err := f.Write([]byte{'\n'}); err != nil {
-		return fmt.Errorf("end a torn line: %w", err)
-	}
-	return l.consume(l.section(f, size+1))
+	return l.consume(l.section(f, size))
 }
 
 // recognise returns f's size, first starting the fold afresh unless f is
@@ -513,20 +496,20 @@ func (l *Log) section(f *os.File, end int64) (io.Reader, int64) {
 // the next writer will end, not a line yet.
 func (l *Log) consume(r io.Reader, size int64) error {
 	defer func() { l.warns, l.fold.warns = append(l.warns, l.fold.warns...), nil }()
-	lines := newLineReader(r, size)
+	lines := jsonl.NewLineReader(r, size, MaxLineBytes)
 	for {
-		rl, err := lines.next()
-		if errors.Is(err, io.EOF) || err == nil && !rl.ended {
+		rl, err := lines.Next()
+		if errors.Is(err, io.EOF) || err == nil && !rl.Ended {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		l.fold.add(rl)
-		if !rl.tooLong && len(bytes.TrimSpace(rl.text)) > 0 {
-			l.markAt, l.mark = l.offset, bytes.Clone(rl.text[:min(len(rl.text), markBytes)])
+		if !rl.TooLong && len(bytes.TrimSpace(rl.Text)) > 0 {
+			l.markAt, l.mark = l.offset, bytes.Clone(rl.Text[:min(len(rl.Text), markBytes)])
 		}
-		l.offset += rl.size
+		l.offset += rl.Size
 	}
 }
 
@@ -534,7 +517,7 @@ func (l *Log) consume(r io.Reader, size int64) error {
 // reading it back: catchUp left the file ending at l.offset, and the lock
 // keeps other writers out.
 func (l *Log) append(f *os.File, v any) error {
-	data, err := encodeLine(v)
+	data, err := jsonl.Encode(v)
 	if err != nil {
 		return err
 	}
@@ -552,19 +535,6 @@ func (l *Log) append(f *os.File, v any) error {
 	return l.consume(bytes.NewReader(data), int64(len(data)))
 }
 
-// encodeLine is v as JSON and a newline. HTML characters stay as they are:
-// escaping them (as json.Marshal does) makes a rationale full of < and >
-// six times its size, and nothing renders the log as HTML.
-func encodeLine(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
 // countingReader counts the bytes read through it into *n.
 type countingReader struct {
 	r io.Reader
@@ -575,16 +545,6 @@ func (c countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	*c.n += int64(n)
 	return n, err
-}
-
-// flock takes the exclusive lock, retrying when a signal interrupts the wait.
-func flock(f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
 }
 
 // newID draws req_ and 8 lowercase hex digits from crypto/rand, avoiding ids

@@ -40,9 +40,9 @@ func logPath(t *testing.T) string {
 
 func submit(t *testing.T, path string, r Request) Submitted {
 	t.Helper()
-	s, err := Submit(path, r, t0)
+	s, err := Submit(t.Context(), path, r, t0)
 	if err != nil {
-		t.Fatalf("Submit(%+v): %v", r, err)
+		t.Fatalf("Submit(t.Context(), %+v): %v", r, err)
 	}
 	return s
 }
@@ -260,7 +260,7 @@ func TestSubmitAfterADecisionFilesANewRequest(t *testing.T) {
 			path := logPath(t)
 			req := Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}, Rationale: "why"}
 			first := submit(t, path, req)
-			if err := Decide(path, first.ID, status, "", false, t0); err != nil {
+			if err := Decide(t.Context(), path, first.ID, status, "", false, t0); err != nil {
 				t.Fatal(err)
 			}
 			second := submit(t, path, req)
@@ -306,7 +306,7 @@ func TestSubmitPendingLimit(t *testing.T) {
 	fresh := Request{Tool: "fresh", Subcommand: []string{"x"}, Rationale: "why"}
 
 	before := readFile(t, path)
-	_, err := Submit(path, fresh, t0)
+	_, err := Submit(t.Context(), path, fresh, t0)
 	if !errors.Is(err, ErrPendingLimit) {
 		t.Fatalf("Submit with %d pending: err %v, want ErrPendingLimit", MaxPending, err)
 	}
@@ -314,19 +314,19 @@ func TestSubmitPendingLimit(t *testing.T) {
 		t.Errorf("a refused Submit wrote %d bytes", len(after)-len(before))
 	}
 
-	dup, err := Submit(path, Request{Tool: "tool7", Subcommand: []string{}, Rationale: "again"}, t0)
+	dup, err := Submit(t.Context(), path, Request{Tool: "tool7", Subcommand: []string{}, Rationale: "again"}, t0)
 	if err != nil || !dup.Existing || dup.ID != ids[7] {
 		t.Errorf("an identical pending request at the limit: %+v, %v; want Existing with id %s", dup, err, ids[7])
 	}
 
-	if err := Decide(path, ids[0], StatusDenied, "no", false, t0); err != nil {
+	if err := Decide(t.Context(), path, ids[0], StatusDenied, "no", false, t0); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Submit(path, fresh, t0)
+	s, err := Submit(t.Context(), path, fresh, t0)
 	if err != nil || s.Existing {
 		t.Fatalf("Submit after a decision freed a slot: %+v, %v; want a new request", s, err)
 	}
-	if _, err := Submit(path, Request{Tool: "another", Subcommand: []string{}, Rationale: "why"}, t0); !errors.Is(err, ErrPendingLimit) {
+	if _, err := Submit(t.Context(), path, Request{Tool: "another", Subcommand: []string{}, Rationale: "why"}, t0); !errors.Is(err, ErrPendingLimit) {
 		t.Errorf("Submit with the freed slot taken: err %v, want ErrPendingLimit", err)
 	}
 }
@@ -349,7 +349,7 @@ func TestDecideWritesADecisionLine(t *testing.T) {
 			path := logPath(t)
 			s := submit(t, path, Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "why"})
 			decided := t0.Add(time.Hour)
-			if err := Decide(path, s.ID, tc.status, tc.reason, tc.applied, decided); err != nil {
+			if err := Decide(t.Context(), path, s.ID, tc.status, tc.reason, tc.applied, decided); err != nil {
 				t.Fatal(err)
 			}
 			ls := lines(t, readFile(t, path))
@@ -408,7 +408,7 @@ func TestDecideRefuses(t *testing.T) {
 				id = s.ID
 			}
 			before := readFile(t, path)
-			err := Decide(path, id, tc.status, "r", true, t0)
+			err := Decide(t.Context(), path, id, tc.status, "r", true, t0)
 			if err == nil {
 				t.Fatal("Decide succeeded, want an error")
 			}
@@ -422,7 +422,7 @@ func TestDecideRefuses(t *testing.T) {
 	}
 	t.Run("a decision on a missing log is ErrUnknownID", func(t *testing.T) {
 		t.Parallel()
-		if err := Decide(logPath(t), "req_00000000", StatusApproved, "", false, t0); !errors.Is(err, ErrUnknownID) {
+		if err := Decide(t.Context(), logPath(t), "req_00000000", StatusApproved, "", false, t0); !errors.Is(err, ErrUnknownID) {
 			t.Errorf("err %v, want ErrUnknownID", err)
 		}
 	})
@@ -489,7 +489,7 @@ func TestSubmitRepairsATornLine(t *testing.T) {
 		{"Decide ends a torn decision line before its own",
 			`{"id":"req_deadbeef","status":"appr`,
 			func(t *testing.T, path, id string) {
-				if err := Decide(path, id, StatusApproved, "", true, t0); err != nil {
+				if err := Decide(t.Context(), path, id, StatusApproved, "", true, t0); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -608,7 +608,7 @@ func TestFoldSkipsAnOverlongLine(t *testing.T) {
 	f.Write(bytes.Repeat([]byte("x"), 17<<20))
 	f.WriteString("\n")
 	f.Close()
-	second, err := Submit(path, Request{Tool: "second", Subcommand: []string{}, Rationale: "why"}, t0)
+	second, err := Submit(t.Context(), path, Request{Tool: "second", Subcommand: []string{}, Rationale: "why"}, t0)
 	if err != nil {
 		t.Fatalf("Submit after an overlong line: %v", err)
 	}
@@ -630,7 +630,7 @@ func TestConcurrentSubmitsOfOneRequestFileItOnce(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { results[i], errs[i] = Submit(path, req, t0) })
+		wg.Go(func() { results[i], errs[i] = Submit(t.Context(), path, req, t0) })
 	}
 	wg.Wait()
 	fresh := 0
@@ -677,7 +677,7 @@ func TestHelperProcess(t *testing.T) {
 	}
 	for i := range n {
 		r := Request{Tool: "proc", Subcommand: []string{"n" + strconv.Itoa(i)}, Rationale: strings.Repeat("p", 300)}
-		if _, err := Submit(path, r, time.Now()); err != nil {
+		if _, err := Submit(t.Context(), path, r, time.Now()); err != nil {
 			fmt.Fprintf(os.Stderr, "helper: Submit %d: %v\n", i, err)
 			os.Exit(1)
 		}
@@ -718,7 +718,7 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 			<-start
 			for i := range perWorker {
 				r := Request{Tool: "goroutine" + strconv.Itoa(g), Subcommand: []string{"n" + strconv.Itoa(i)}, Rationale: strings.Repeat("g", 300)}
-				if _, err := Submit(path, r, time.Now()); err != nil {
+				if _, err := Submit(t.Context(), path, r, time.Now()); err != nil {
 					errs <- err
 				}
 			}
@@ -786,11 +786,11 @@ func TestDecideRefusesADecidedRequest(t *testing.T) {
 	t.Parallel()
 	path := logPath(t)
 	s := submit(t, path, Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "why"})
-	if err := Decide(path, s.ID, StatusDenied, "no", false, t0); err != nil {
+	if err := Decide(t.Context(), path, s.ID, StatusDenied, "no", false, t0); err != nil {
 		t.Fatal(err)
 	}
 	before := readFile(t, path)
-	err := Decide(path, s.ID, StatusApproved, "", true, t0)
+	err := Decide(t.Context(), path, s.ID, StatusApproved, "", true, t0)
 	if !errors.Is(err, ErrDecided) {
 		t.Errorf("second decision: error %v, want ErrDecided", err)
 	}

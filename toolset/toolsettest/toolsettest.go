@@ -1,15 +1,21 @@
-// Package toolsettest holds what toolset's, the actors' and the integration
-// tests share: the fake CLI fixture, built once per test binary, and small
-// MCP client helpers.
+// Package toolsettest holds what the tests of toolset, toolset/runner, the
+// actors and integration share: the fake CLI fixture, built once per test
+// binary, helpers that watch the processes it starts, and small MCP client
+// helpers. It imports neither toolset nor runner, so their in-package tests
+// can use it without an import cycle.
 package toolsettest
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +39,83 @@ func BuildFakeCLI(dir string) (string, error) {
 		return "", fmt.Errorf("build fakecli: %v\n%s", err, b)
 	}
 	return out, nil
+}
+
+// FakeCLIEnv hands an already built fixture's path to a helper subprocess
+// (a re-run of the test binary, such as the runner's subreaper test), so
+// RunWithFakeCLI skips the build there.
+const FakeCLIEnv = "WRAPTOOL_TEST_FAKECLI"
+
+// RunWithFakeCLI is a TestMain body: it builds the fixture into a temporary
+// folder (or takes the one FakeCLIEnv names), stores its path in *fakecli,
+// runs the tests, removes the folder and returns the exit code for os.Exit.
+func RunWithFakeCLI(m *testing.M, fakecli *string) int {
+	if *fakecli = os.Getenv(FakeCLIEnv); *fakecli != "" {
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "fakecli-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *fakecli, err = BuildFakeCLI(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// Report is what fakecli prints by default: what the child really got.
+type Report struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Cwd  string   `json:"cwd"`
+}
+
+// Alive reports whether pid runs; a zombie awaiting its reaper counts as
+// dead.
+func Alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// WaitForPID polls for a fixture's pidfile (fakecli's grandchild, setsid
+// and pidfile modes write it once the process runs) and returns the pid.
+func WaitForPID(t testing.TB, pidfile string) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if data, err := os.ReadFile(pidfile); err == nil && len(data) > 0 {
+			pid, _ := strconv.Atoi(string(data))
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fixture never wrote its pidfile")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a file: no event to wait on
+	}
+}
+
+// WaitDead polls until pid is gone (or a zombie), with a deadline.
+func WaitDead(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the process table: no event to wait on
+	}
 }
 
 // Bearer is an http.RoundTripper that adds "Authorization: Bearer Token" to

@@ -1,4 +1,4 @@
-package toolset
+package runner
 
 import (
 	"context"
@@ -9,25 +9,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// report is what fakecli prints by default.
-type report struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Cwd  string   `json:"cwd"`
-}
-
-func runReport(t *testing.T, c Command) report {
+func runReport(t *testing.T, c Command) toolsettest.Report {
 	t.Helper()
 	res := Run(context.Background(), c)
 	if res.Err != nil || res.ExitCode != 0 {
 		t.Fatalf("Run: exit %d, err %v, stderr %q", res.ExitCode, res.Err, res.Stderr)
 	}
-	var r report
+	var r toolsettest.Report
 	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
 		t.Fatalf("fakecli output %q: %v", res.Stdout, err)
 	}
@@ -242,25 +236,10 @@ func TestRunTimeoutKillsGrandchildren(t *testing.T) {
 			continue // the grandchild had not started yet
 		}
 		pid, _ := strconv.Atoi(string(data))
-		waitDead(t, pid)
+		toolsettest.WaitDead(t, pid)
 		return
 	}
 	t.Fatal("the grandchild never started before the timeout, even at 8s")
-}
-
-// alive reports whether pid runs; a zombie awaiting its reaper counts as dead.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 func TestRunContextCancelKillsTheProcessGroup(t *testing.T) {
@@ -270,7 +249,7 @@ func TestRunContextCancelKillsTheProcessGroup(t *testing.T) {
 	defer cancel()
 	done := make(chan Result, 1)
 	go func() { done <- Run(ctx, Command{Argv: []string{fakecli, "grandchild", pidfile}, Env: []string{}}) }()
-	pid := waitForPID(t, pidfile)
+	pid := toolsettest.WaitForPID(t, pidfile)
 	cancel()
 	select {
 	case res := <-done:
@@ -280,7 +259,7 @@ func TestRunContextCancelKillsTheProcessGroup(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run did not return after its context was cancelled")
 	}
-	waitDead(t, pid)
+	toolsettest.WaitDead(t, pid)
 }
 
 func TestRunWithCancelledContextDoesNotStart(t *testing.T) {
@@ -290,35 +269,6 @@ func TestRunWithCancelledContextDoesNotStart(t *testing.T) {
 	res := Run(ctx, Command{Argv: []string{fakecli}, Env: []string{}})
 	if res.ExitCode != -1 || res.Err == nil || !strings.HasPrefix(res.Err.Error(), "cancelled") {
 		t.Errorf("exit %d, err %v; want -1 and cancelled", res.ExitCode, res.Err)
-	}
-}
-
-// waitForPID polls for the fixture's pidfile; the grandchild writes it once
-// it runs.
-func waitForPID(t *testing.T, pidfile string) int {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if data, err := os.ReadFile(pidfile); err == nil && len(data) > 0 {
-			pid, _ := strconv.Atoi(string(data))
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the grandchild never wrote its pidfile")
-		}
-		time.Sleep(10 * time.Millisecond) // polling a file: no event to wait on
-	}
-}
-
-// waitDead polls until pid is gone, with a deadline.
-func waitDead(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the process table: no event to wait on
 	}
 }
 
@@ -334,7 +284,7 @@ func TestRunKillsWhatTheChildLeftBehind(t *testing.T) {
 	if res.ExitCode != 0 || res.TimedOut {
 		t.Fatalf("exit %d, timed out %v, err %v; want a clean exit", res.ExitCode, res.TimedOut, res.Err)
 	}
-	waitDead(t, waitForPID(t, pidfile))
+	toolsettest.WaitDead(t, toolsettest.WaitForPID(t, pidfile))
 }
 
 // The child starts in the opened directory itself: renaming the folder after

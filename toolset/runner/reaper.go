@@ -1,4 +1,4 @@
-package toolset
+package runner
 
 import (
 	"context"
@@ -100,8 +100,9 @@ func (r *Reaper) Run(ctx context.Context) error {
 	}
 }
 
-// Sweep asks for a sweep soon. It never blocks: the handler rings it after
-// each call, so the sweep costs the call nothing.
+// Sweep asks for a sweep soon. It never blocks, so a caller can ring it as
+// each call ends and the sweep, run in Run's goroutine, costs the call
+// nothing.
 func (r *Reaper) Sweep() {
 	if r == nil {
 		return

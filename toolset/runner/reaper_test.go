@@ -1,8 +1,9 @@
-package toolset
+package runner
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,20 +13,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // reaperHelperEnv marks the subprocess TestReaperInASubreaper starts: a
 // re-run of this test binary that becomes a subreaper. Sweeping in the main
 // test process would kill the children of every other test running in
 // parallel.
-const reaperHelperEnv = "WRAPTOOL_TOOLSET_REAPER_HELPER"
+const reaperHelperEnv = "WRAPTOOL_RUNNER_REAPER_HELPER"
 
 func TestReaperInASubreaper(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestReaperHelper$", "-test.v", "-test.count=1", "-test.timeout=2m")
-	cmd.Env = append(os.Environ(), reaperHelperEnv+"=1", fakecliEnv+"="+fakecli)
+	cmd.Env = append(os.Environ(), reaperHelperEnv+"=1", toolsettest.FakeCLIEnv+"="+fakecli)
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -50,7 +53,7 @@ func TestReaperHelper(t *testing.T) {
 	t.Run("a sweep in a process that is no subreaper kills nothing", func(t *testing.T) {
 		pid := startStray(t)
 		NewReaper(nil).sweep()
-		if !alive(pid) {
+		if !toolsettest.Alive(pid) {
 			t.Fatalf("the sweep killed untracked child %d, though this process is no subreaper", pid)
 		}
 	})
@@ -126,7 +129,7 @@ func TestReaperHelper(t *testing.T) {
 				for range 50 {
 					res := Run(context.Background(), Command{Argv: []string{fakecli, "exit", "0"}, Env: []string{}, Timeout: time.Minute, Reaper: r})
 					if res.ExitCode != 0 || res.Err != nil {
-						failures <- "exit " + strconv.Itoa(res.ExitCode) + ", err " + errString(res.Err)
+						failures <- "exit " + strconv.Itoa(res.ExitCode) + ", err " + fmt.Sprint(res.Err)
 					}
 				}
 			})
@@ -214,7 +217,7 @@ func waitGone(t *testing.T, pid int, each func()) {
 		}
 		if time.Now().After(deadline) {
 			state := "running"
-			if !alive(pid) {
+			if !toolsettest.Alive(pid) {
 				state = "a zombie nobody reaped"
 			}
 			t.Fatalf("process %d is still there (%s) 10s after its call ended", pid, state)

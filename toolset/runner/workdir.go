@@ -1,4 +1,4 @@
-package toolset
+package runner
 
 import (
 	"errors"
@@ -9,17 +9,60 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/wraptool/wraptool/policy"
 )
 
-// CwdError is a refused working directory. Reason is the text of the
-// denial's Policy: line (see policy.Decision.Refuse).
-type CwdError struct {
-	Reason string
+// Problem is why a requested working directory was refused. The runner
+// knows nothing of denial texts: the caller words each problem for the
+// client (toolset quotes the path as the policy's denials do).
+type Problem int
+
+const (
+	// NotDir: the path does not exist or is not a directory.
+	NotDir Problem = iota + 1
+	// Outside: the resolved directory lies outside every root, so a link
+	// inside a root cannot lead the child out of it.
+	Outside
+	// Unusable: the directory could not be resolved or opened for another
+	// reason (permissions, a loop of links); CwdError.Err says which.
+	Unusable
+)
+
+// String names the problem for logs and Error.
+func (p Problem) String() string {
+	switch p {
+	case NotDir:
+		return "not a directory"
+	case Outside:
+		return "outside the allowed roots"
+	case Unusable:
+		return "cannot be used"
+	}
+	return "Problem(" + strconv.Itoa(int(p)) + ")"
 }
 
-func (e *CwdError) Error() string { return e.Reason }
+// CwdError is a refused client-requested working directory. It is data,
+// not a message, so the caller can word the denial its own way and quote
+// the client's path safely.
+type CwdError struct {
+	// Path is the cwd as the client requested it, before any resolution.
+	Path string
+	// Problem is why it was refused.
+	Problem Problem
+	// Err is the cause of an Unusable directory; nil for the other problems.
+	Err error
+}
+
+// Error is for logs; toolset words the denial the assistant reads.
+func (e *CwdError) Error() string {
+	msg := "cwd " + strconv.Quote(e.Path) + ": " + e.Problem.String()
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cause of an Unusable directory.
+func (e *CwdError) Unwrap() error { return e.Err }
 
 // Workdir decides the child's working directory. With no requested cwd it is
 // defaultDir (the tool's working_dir; "" means the server's own). A requested
@@ -27,11 +70,14 @@ func (e *CwdError) Error() string { return e.Reason }
 // when roots is non-empty, lie inside one of them once symlinks are resolved
 // on both sides, so a link inside a root cannot lead out of it. The returned
 // path is the resolved one. This check alone cannot stop a link swapped into
-// the path after it; Execute pins the directory with openWorkdir. A refusal is
-// a *CwdError.
+// the path after it; OpenWorkdir pins the directory. Every error is a
+// *CwdError.
 func Workdir(requested, defaultDir string, roots []string) (string, error) {
 	if requested == "" {
 		return defaultDir, nil
+	}
+	refuse := func(p Problem, err error) (string, error) {
+		return "", &CwdError{Path: requested, Problem: p, Err: err}
 	}
 	path := requested
 	if !filepath.IsAbs(path) {
@@ -39,7 +85,7 @@ func Workdir(requested, defaultDir string, roots []string) (string, error) {
 		if base == "" {
 			wd, err := os.Getwd()
 			if err != nil {
-				return "", err
+				return refuse(Unusable, err)
 			}
 			base = wd
 		}
@@ -48,29 +94,30 @@ func Workdir(requested, defaultDir string, roots []string) (string, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " is not a directory"}
+			return refuse(NotDir, nil)
 		}
-		return "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " cannot be used: " + err.Error()}
+		return refuse(Unusable, err)
 	}
 	if info, err := os.Stat(real); err != nil || !info.IsDir() {
-		return "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " is not a directory"}
+		return refuse(NotDir, nil)
 	}
 	if !insideRoots(real, roots) {
-		return "", outsideRoots(requested)
+		return refuse(Outside, nil)
 	}
 	return real, nil
 }
 
-// openWorkdir is Workdir, then the open that pins the result: the checked
+// OpenWorkdir is Workdir, then the open that pins the result: the checked
 // directory is opened once, and the opened handle is checked again (what it
 // really is, read back from /proc/self/fd, must lie inside a root), so a
-// symlink swapped into the path after Workdir's check cannot move the child:
-// Run starts the child in the handle itself. It returns the handle and the
-// path it resolves to; both are empty for the server's own directory (no
-// request, no default), which the child simply inherits. A default
-// directory is pinned the same way but not held to the roots. A refusal is a
-// *CwdError; any other error concerns the default directory.
-func openWorkdir(requested, defaultDir string, roots []string) (*os.File, string, error) {
+// symlink swapped into the path after Workdir's check cannot move the child
+// once Run starts it in the handle itself (Command.DirFile). It returns the
+// handle and the path it resolves to; both are empty for the server's own
+// directory (no request, no default), which the child simply inherits. A
+// default directory is pinned the same way but not held to the roots. A
+// refused request is a *CwdError; any other error concerns the default
+// directory, which is the operator's to fix rather than the client's.
+func OpenWorkdir(requested, defaultDir string, roots []string) (*os.File, string, error) {
 	dir, err := Workdir(requested, defaultDir, roots)
 	if err != nil || dir == "" {
 		return nil, "", err
@@ -80,9 +127,9 @@ func openWorkdir(requested, defaultDir string, roots []string) (*os.File, string
 		case requested == "":
 			return nil, "", fmt.Errorf("working directory %s: %w", dir, err)
 		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR):
-			return nil, "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " is not a directory"}
+			return nil, "", &CwdError{Path: requested, Problem: NotDir}
 		}
-		return nil, "", &CwdError{Reason: "cwd " + policy.Quote(requested) + " cannot be used: " + err.Error()}
+		return nil, "", &CwdError{Path: requested, Problem: Unusable, Err: err}
 	}
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -96,7 +143,7 @@ func openWorkdir(requested, defaultDir string, roots []string) (*os.File, string
 	}
 	if requested != "" && !insideRoots(real, roots) {
 		f.Close()
-		return nil, "", outsideRoots(requested)
+		return nil, "", &CwdError{Path: requested, Problem: Outside}
 	}
 	return f, real, nil
 }
@@ -105,10 +152,6 @@ func openWorkdir(requested, defaultDir string, roots []string) (*os.File, string
 // and exec, where the descriptor is inherited, it names the same file.
 func fdPath(f *os.File) string {
 	return "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
-}
-
-func outsideRoots(requested string) error {
-	return &CwdError{Reason: "cwd " + policy.Quote(requested) + " is outside the allowed roots"}
 }
 
 // insideRoots reports whether the resolved path real lies inside the

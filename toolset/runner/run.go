@@ -1,4 +1,4 @@
-package toolset
+package runner
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultOutputCap bounds each of stdout and stderr.
+// DefaultOutputCap bounds each of stdout and stderr when a Command sets no
+// cap (1 MiB): a chatty child must not fill the server's memory.
 const DefaultOutputCap = 1 << 20
 
 // waitDelay bounds how long Run waits for output pipes after the child has

@@ -1,4 +1,4 @@
-package toolset
+package runner
 
 import (
 	"path/filepath"

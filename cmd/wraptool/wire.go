@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	oklogrun "github.com/oklog/run"
+
+	"github.com/wraptool/wraptool/actors"
+	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/toolset"
+	"github.com/wraptool/wraptool/toolset/runner"
+)
+
+// server is `wraptool serve`, wired: every actor, built and linked, not yet
+// running.
+type server struct {
+	signals   *actors.Signals
+	watcher   *actors.Watcher
+	debouncer *actors.Debouncer
+	loader    *actors.Loader
+	holder    *actors.PolicyHolder
+	registry  *actors.Registry
+	hub       *actors.Hub
+	requests  *actors.RequestLog
+	reaper    *runner.Reaper
+}
+
+// wire builds the server for the config at path, first loaded as l. Every
+// link is named in the one block below, with its direction; package
+// messages says, for each, its buffer and what happens when the receiver is
+// busy. The actors follow in pipeline order, except that the policy holder
+// comes first: it publishes the snapshot every other actor reads.
+func (a *app) wire(path string, l *config.Loaded) *server {
+	log := a.log
+	var (
+		fileEvents      = make(messages.Doorbell, 1)        // watcher → debouncer
+		fileChanged     = make(messages.Doorbell, 1)        // debouncer → loader
+		reloadNow       = make(messages.Doorbell, 1)        // signals (SIGHUP) → loader
+		loaded          = make(chan messages.ConfigLoaded)  // loader → policy holder
+		toolsetChanged  = make(messages.Doorbell, 1)        // policy holder → registry
+		watchSetChanged = make(messages.Doorbell, 1)        // policy holder → watcher
+		appends         = make(chan messages.AppendRequest) // request-tool handlers → request log
+		// What outlives snapshots: the concurrency slots and the reaper.
+		shared = actors.Shared{
+			Slots:  toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls),
+			Reaper: runner.NewReaper(log.With("component", "reaper")),
+		}
+	)
+
+	s := &server{reaper: shared.Reaper}
+	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{
+		Initial: actors.NewSnapshot(l, shared, a.getenv), Shared: shared, Getenv: a.getenv, SetLevel: a.configLevelSetter(),
+		Loaded: loaded, ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, Log: log,
+	})
+	s.signals = actors.NewSignals(actors.SignalsOptions{ReloadNow: reloadNow, Notify: a.notify, Stop: a.stopNotify, Log: log})
+	s.watcher = actors.NewWatcher(actors.WatcherOptions{
+		Snapshots: s.holder, WatchSetChanged: watchSetChanged, FileEvents: fileEvents, Log: log,
+	})
+	s.debouncer = actors.NewDebouncer(actors.DebouncerOptions{FileEvents: fileEvents, FileChanged: fileChanged})
+	s.loader = actors.NewLoader(actors.LoaderOptions{
+		Path: path, Paths: a.configOptions(), Load: a.load, Running: l.Hash, NeedToken: exposedListener(l.Config),
+		FileChanged: fileChanged, ReloadNow: reloadNow, Loaded: loaded, Log: log,
+	})
+	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
+		Logger: slog.New(quieter{log.Handler()}).With("component", "mcp"),
+		Capabilities: &mcp.ServerCapabilities{
+			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			// Deprecated from protocol 2026-07-28 on, but clients on the
+			// 2025 versions still send logging/setLevel.
+			Logging: &mcp.LoggingCapabilities{}, //lint:ignore SA1019 see above
+		},
+	})
+	s.hub = actors.NewHub(mcpServer, actors.HubOptions{
+		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: s.holder,
+	}, log)
+	s.registry = actors.NewRegistry(actors.RegistryOptions{
+		Server: mcpServer, Snapshots: s.holder, Calls: s.hub.Calls(), ToolsetChanged: toolsetChanged, Log: log,
+	})
+	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Snapshots: s.holder, Log: log})
+	mcpServer.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(s.requests.Submit, log))
+	s.registry.Prime()
+	return s
+}
+
+// run runs every actor in one group until a signal, an actor's failure or
+// ctx (tests run serve in-process) ends it.
+//
+// The plain actors stop when their own context is cancelled. The hub and
+// the writers that must outlive it follow one rule: a writer's context ends
+// only when the hub's Run has returned — every call answered or killed — so
+// a request made during the shutdown grace period is still recorded; a
+// writer's interrupt only ends its waits for a file lock, so no other
+// process can keep the server from stopping.
+func (s *server) run(ctx context.Context) error {
+	var g oklogrun.Group
+	g.Add(oklogrun.ContextHandler(ctx))
+	for _, actor := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"signals", s.signals.Run},
+		{"watcher", s.watcher.Run},
+		{"debouncer", s.debouncer.Run},
+		{"loader", s.loader.Run},
+		{"policy holder", s.holder.Run},
+		{"registry", s.registry.Run},
+		{"reaper", s.reaper.Run},
+	} {
+		actx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return expectRunning(actx, actor.name, actor.run(actx)) }, func(error) { cancel() })
+	}
+
+	drain, endDrain := context.WithCancel(context.Background())
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	g.Add(func() error {
+		defer endDrain()
+		return expectRunning(hubCtx, "hub", s.hub.Run(hubCtx))
+	}, func(error) { stopHub() })
+	for _, writer := range []struct {
+		name        string
+		run         func(context.Context) error
+		stopWaiting func()
+	}{
+		{"request log", s.requests.Run, s.requests.StopWaiting},
+	} {
+		g.Add(func() error { return expectRunning(drain, writer.name, writer.run(drain)) }, func(error) { writer.stopWaiting() })
+	}
+	return g.Run()
+}
+
+// expectRunning turns an actor's early, error-free return into an error: an
+// actor that stops while its context is live would otherwise end the server
+// with exit status 0 and nothing said.
+func expectRunning(ctx context.Context, name string, err error) error {
+	if err == nil && ctx.Err() == nil {
+		return fmt.Errorf("%s stopped unexpectedly", name)
+	}
+	return err
+}
+
+// exposedListener names an sse listener that other hosts can reach, whose
+// token a reload must keep (the listener only changes with a restart); ""
+// for a loopback or unix listener.
+func exposedListener(c *config.Config) string {
+	if c.MCP.Transport != "sse" {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(c.MCP.Listen)
+	if err != nil || config.IsLoopback(host) {
+		return ""
+	}
+	return c.MCP.Listen
+}
+
+// configLevelSetter applies mcp.log_level after a reload; nil when the
+// level was pinned by --log-level or WRAPTOOL_LOG_LEVEL.
+func (a *app) configLevelSetter() func(string) {
+	if a.levelPinned {
+		return nil
+	}
+	return func(s string) {
+		if lvl, err := parseLevel(s); err == nil {
+			a.level.Set(lvl)
+		}
+	}
+}
+
+// The process-wide hooks serve uses, which an in-process test replaces so
+// its signals and slow loads reach only its own server.
+type hooks struct {
+	// notify and stopNotify install and remove signal handling.
+	notify     func(c chan<- os.Signal, sig ...os.Signal)
+	stopNotify func(c chan<- os.Signal)
+	// load is the one load path (config.LoadFile).
+	load actors.LoadFunc
+}
+
+func defaultHooks() hooks {
+	return hooks{notify: signal.Notify, stopNotify: signal.Stop, load: config.LoadFile}
+}

@@ -1,0 +1,143 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"syscall"
+)
+
+// Size limits for the files a load reads. Each is far above what a real file
+// needs; a larger one is a mistake (or an attack) that must not cost memory.
+const (
+	maxConfigBytes = 4 << 20
+	maxEnvBytes    = 1 << 20
+	maxTokenBytes  = 64 << 10
+)
+
+// files reads each file one load needs exactly once and remembers its bytes:
+// validation, the env merge and the token step all see the same bytes, and
+// the load's hash covers precisely what was read. A load owns its files; it
+// is not safe for concurrent use.
+type files struct {
+	read map[string]fileRead
+}
+
+type fileRead struct {
+	data []byte
+	err  error
+}
+
+func newFiles() *files { return &files{read: map[string]fileRead{}} }
+
+// fileSet is the config's files, made on first use for a Config built by
+// hand rather than parsed.
+func (c *Config) fileSet() *files {
+	if c.files == nil {
+		c.files = newFiles()
+	}
+	return c.files
+}
+
+// get returns path's bytes, reading it on first use. It reads only a
+// regular file of at most limit bytes, opened without blocking: a FIFO or a
+// device named where a file belongs would otherwise stall a reload (and
+// with it the server's shutdown) or fill memory. Errors name the path; a
+// missing file wraps fs.ErrNotExist.
+func (f *files) get(path string, limit int64) ([]byte, error) {
+	if r, ok := f.read[path]; ok {
+		return r.data, r.err
+	}
+	data, err := readRegular(path, limit)
+	f.read[path] = fileRead{data, err}
+	return data, err
+}
+
+// put records bytes read elsewhere (the config itself, read before parsing).
+func (f *files) put(path string, data []byte) {
+	f.read[path] = fileRead{data: data}
+}
+
+// hash identifies everything the load read: each path with its bytes, or
+// with the fact that it could not be read. Two loads with equal hashes saw
+// the same files.
+func (f *files) hash() string {
+	paths := make([]string, 0, len(f.read))
+	for p := range f.read {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		r := f.read[p]
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(r.data))
+		h.Write(r.data)
+		if r.err != nil {
+			fmt.Fprintf(h, "\x00error: %v", r.err)
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fileError is a file a load could not use: "path: problem". It unwraps to
+// the cause, so a missing file matches fs.ErrNotExist.
+type fileError struct {
+	Path string
+	Err  error
+}
+
+func (e *fileError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *fileError) Unwrap() error { return e.Err }
+
+// readRegular reads a regular file of at most limit bytes.
+func readRegular(path string, limit int64) ([]byte, error) {
+	fail := func(err error) ([]byte, error) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &fileError{path, err}
+	}
+	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return fail(err)
+	}
+	defer fd.Close()
+	info, err := fd.Stat()
+	switch {
+	case err != nil:
+		return fail(err)
+	case info.IsDir():
+		return fail(errors.New("is a directory"))
+	case !info.Mode().IsRegular():
+		return fail(fmt.Errorf("is not a regular file but %s", describeMode(info.Mode())))
+	case info.Size() > limit:
+		return fail(fmt.Errorf("is %d bytes; at most %d are read", info.Size(), limit))
+	}
+	data, err := io.ReadAll(io.LimitReader(fd, limit+1))
+	if err != nil {
+		return fail(err)
+	}
+	if int64(len(data)) > limit {
+		return fail(fmt.Errorf("grew past %d bytes while being read", limit))
+	}
+	return data, nil
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return m.Type().String()
+}

@@ -1,0 +1,201 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// TokenMode says what a load does with a token file the config names but
+// that does not exist.
+type TokenMode int
+
+const (
+	// TokensRequired refuses a missing token file: a reload must not
+	// serve without the token the config names.
+	TokensRequired TokenMode = iota
+	// TokensCreate creates a missing token file (32 random bytes, hex,
+	// mode 0600, in a 0700 folder) and never overwrites one: what serve
+	// and up do at start-up.
+	TokensCreate
+	// TokensOptional accepts a missing token file without creating it:
+	// `config validate` touches nothing, and serve would create it.
+	TokensOptional
+)
+
+// LoadOptions adjust LoadFile. A nil *LoadOptions means defaults.
+type LoadOptions struct {
+	// Paths say where "~" and the platform folders are; nil means the
+	// process's environment.
+	Paths *Options
+	// Tokens is what to do with a missing token file; the zero value is
+	// TokensRequired.
+	Tokens TokenMode
+}
+
+func (o *LoadOptions) paths() *Options {
+	if o == nil {
+		return nil
+	}
+	return o.Paths
+}
+
+func (o *LoadOptions) tokens() TokenMode {
+	if o == nil {
+		return TokensRequired
+	}
+	return o.Tokens
+}
+
+// Loaded is one complete build of the server's configuration, ready to swap
+// in: nothing in it can fail later. It is immutable once returned.
+type Loaded struct {
+	// Config is the validated config, defaults applied and paths resolved.
+	Config *Config
+	// Policy is the compiled policy of Config's tools.
+	Policy *policy.Policy
+	// MCPToken and AdminToken are the tokens the token files hold; "" when
+	// the config names none (or, with TokensOptional, when the file is
+	// missing).
+	MCPToken, AdminToken string
+	// Hash identifies every byte the load read: the config, its token
+	// files and env files. A reload whose files hash the same changes
+	// nothing.
+	Hash string
+	// Created lists the token files this load created (TokensCreate).
+	Created []string
+	// Warnings are what `config validate` and the server report about a
+	// valid config (see Config.Warnings).
+	Warnings []Warning
+}
+
+// LoadFile is the one way wraptool loads its configuration: start-up, every
+// reload and `config validate` call it, so what is checked is what runs. Its
+// steps, in order, each named in its errors:
+//
+//   - read: the config file, refused when others could change it, read
+//     once (a regular file of bounded size);
+//   - parse: strict decoding, defaults, paths, env files, help-flag seeding
+//     and every validation rule (an *Error placed at file:line and field);
+//   - tokens: the token files, created or required as o says;
+//   - compile: the policy;
+//   - hash and warnings.
+//
+// Later kinds of reload work (introspection, upstream servers, grants) are
+// further steps of this function. ctx ends the load between steps.
+func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	c, err := Parse(path, data, o.paths())
+	if err != nil {
+		return nil, err
+	}
+	l := &Loaded{Config: c}
+	if err := l.tokens(ctx, o.tokens()); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	if l.Policy, err = c.Policy(nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l.Hash = c.fileSet().hash()
+	l.Warnings = c.Warnings(nil)
+	return l, nil
+}
+
+// tokens reads the token files the config names, creating missing ones
+// when mode says so. Parse has already refused unreadable or empty ones.
+func (l *Loaded) tokens(ctx context.Context, mode TokenMode) error {
+	c := l.Config
+	for _, t := range []struct {
+		file string
+		into *string
+		path fieldPath
+	}{
+		{c.MCP.AuthTokenFile, &l.MCPToken, fieldPath{}.key("mcp").key("auth_token_file")},
+		{c.Admin.AuthTokenFile, &l.AdminToken, fieldPath{}.key("admin").key("auth_token_file")},
+	} {
+		if t.file == "" {
+			continue
+		}
+		tok, err := c.readToken(t.file)
+		if errors.Is(err, fs.ErrNotExist) {
+			switch mode {
+			case TokensOptional:
+				continue
+			case TokensCreate:
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				made, cerr := ensureToken(t.file)
+				if cerr != nil {
+					return c.errorAt(t.path, "%v", cerr)
+				}
+				if made {
+					l.Created = append(l.Created, t.file)
+				}
+				// Read what is there now: ours, or a file that
+				// appeared meanwhile (never overwritten).
+				delete(c.fileSet().read, t.file)
+				tok, err = c.readToken(t.file)
+			}
+		}
+		if err != nil {
+			return c.errorAt(t.path, "token file: %v", err)
+		}
+		*t.into = tok
+	}
+	return nil
+}
+
+// OwnFiles lists, as absolute paths, wraptool's own files besides the config
+// that the config names: token files, env files, overrides files and the
+// request log. A wrapped tool must never be pointed at one of them or the
+// folders holding them: a tool told where to write could otherwise rewrite
+// the gate.
+func (c *Config) OwnFiles() []string {
+	return absolute(append(c.namedFiles(), c.MCP.RequestLog))
+}
+
+// WatchFiles are the files whose changes reload the config, as absolute
+// paths: the config itself, its token files, env files and overrides files.
+func (c *Config) WatchFiles() []string {
+	return absolute(append([]string{c.File}, c.namedFiles()...))
+}
+
+// namedFiles are the files a load reads besides the config: token files,
+// the env files of tools and mcp_servers, and overrides files.
+func (c *Config) namedFiles() []string {
+	files := append([]string{}, c.TokenFiles()...)
+	for _, name := range sortedKeys(c.Tools) {
+		t := c.Tools[name]
+		files = append(files, t.EnvFiles...)
+		if t.Introspection.OverridesFile != "" {
+			files = append(files, t.Introspection.OverridesFile)
+		}
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		files = append(files, c.MCPServers[name].EnvFiles...)
+	}
+	return files
+}
+
+func absolute(files []string) []string {
+	for i, f := range files {
+		if abs, err := filepath.Abs(f); err == nil {
+			files[i] = abs
+		}
+	}
+	return files
+}

@@ -1,0 +1,23 @@
+// Package runner starts child processes the way wraptool must (README: The runner),
+// for whoever needs one: wrapped-tool calls (toolset), introspection's help
+// runs and upstream MCP servers. It knows nothing of policies or MCP, so
+// each of those can share one careful implementation of the environment
+// (Environ), the working directory and its containment in the roots
+// (Workdir, OpenWorkdir), the process group, timeout and output caps (Run),
+// and the cleanup of whatever a child leaves behind (Reaper).
+//
+// Concurrency: Environ, Workdir, OpenWorkdir and Run keep nothing between
+// calls and are safe to call concurrently. Each Run owns the process it
+// starts, its process group and the Command's DirFile, which it closes; a
+// handle OpenWorkdir returns belongs to its caller until handed to Run.
+//
+// A Reaper is shared by every caller in the process, and its Start, Sweep
+// and Run are safe for concurrent use; a nil *Reaper tracks and sweeps
+// nothing. Its locks protect the set of tracked children: one is held shared
+// by each Start across fork, exec and tracking, and exclusively by a sweep
+// while it lists, decides about, kills and reaps strays, so a sweep never
+// takes a child that is forked but not yet tracked for a stray, and no new
+// child can take a pid the sweep is still reaping; another guards the count
+// of running Starts per pid. Sweeps happen only in the goroutine running
+// Reaper.Run; Sweep merely rings its doorbell and never blocks.
+package runner

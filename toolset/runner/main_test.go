@@ -1,0 +1,15 @@
+package runner
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
+)
+
+// fakecli is the fixture binary, built once for the package's tests.
+var fakecli string
+
+func TestMain(m *testing.M) {
+	os.Exit(toolsettest.RunWithFakeCLI(m, &fakecli))
+}

@@ -1,0 +1,166 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWorkdir(t *testing.T) {
+	t.Parallel()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	mk := func(p string) string {
+		full := filepath.Join(base, p)
+		if err := os.MkdirAll(full, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	root := mk("root")
+	inside := mk("root/repo")
+	outside := mk("elsewhere")
+	file := filepath.Join(root, "file")
+	os.WriteFile(file, nil, 0o600)
+	link := filepath.Join(root, "escape")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	linkedRoot := filepath.Join(base, "linked-root")
+	if err := os.Symlink(root, linkedRoot); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name       string
+		requested  string
+		defaultDir string
+		roots      []string
+		want       string
+		problem    Problem
+	}{
+		{"no request gives the tool's default", "", "/srv/tool", []string{root}, "/srv/tool", 0},
+		{"no request and no default gives the server's own", "", "", nil, "", 0},
+		{"without roots any directory is accepted", outside, "", nil, outside, 0},
+		{"a directory inside a root is accepted", inside, "", []string{root}, inside, 0},
+		{"the root itself is accepted", root, "", []string{root}, root, 0},
+		{"a relative request is taken from the default", "repo", root, []string{root}, inside, 0},
+		{"a directory outside every root is refused", outside, "", []string{root}, "", Outside},
+		{"a symlink inside a root that points outside is refused", link, "", []string{root}, "", Outside},
+		{"dot-dot cannot climb out of a root", filepath.Join(root, "..", "elsewhere"), "", []string{root}, "", Outside},
+		{"a sibling sharing the root's prefix is outside", mk("root-sibling"), "", []string{root}, "", Outside},
+		{"a root given through a symlink still admits its inside", inside, "", []string{linkedRoot}, inside, 0},
+		{"a missing directory is refused", filepath.Join(root, "nope"), "", []string{root}, "", NotDir},
+		{"a file is not a directory", file, "", []string{root}, "", NotDir},
+		{"a relative missing directory is refused under its own name", "nope", root, []string{root}, "", NotDir},
+		{"a vanished root admits nothing", inside, "", []string{filepath.Join(base, "gone")}, "", Outside},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Workdir(tc.requested, tc.defaultDir, tc.roots)
+			if tc.problem == 0 {
+				if err != nil || got != tc.want {
+					t.Errorf("Workdir = %q, %v; want %q", got, err, tc.want)
+				}
+				return
+			}
+			var ce *CwdError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Workdir = %q, %v; want a *CwdError", got, err)
+			}
+			if ce.Problem != tc.problem || ce.Path != tc.requested || ce.Err != nil {
+				t.Errorf("refusal %+v, want problem %v for the path as requested, %q, with no cause", ce, tc.problem, tc.requested)
+			}
+		})
+	}
+}
+
+// OpenWorkdir hands back the checked directory opened, with the path the
+// handle resolves to; the server's own directory is not opened at all, and
+// an unusable default directory is the operator's failure, not a refusal.
+func TestOpenWorkdir(t *testing.T) {
+	t.Parallel()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
+	for _, dir := range []string{root, outside} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("a requested directory inside a root is opened", func(t *testing.T) {
+		t.Parallel()
+		f, real, err := OpenWorkdir(root, "", []string{root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if real != root {
+			t.Errorf("resolved path %q, want %q", real, root)
+		}
+		if info, err := f.Stat(); err != nil || !info.IsDir() {
+			t.Errorf("the handle is not the directory: %v, %v", info, err)
+		}
+	})
+	t.Run("the default directory is opened without the roots", func(t *testing.T) {
+		t.Parallel()
+		f, real, err := OpenWorkdir("", outside, []string{root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if real != outside {
+			t.Errorf("resolved path %q, want %q", real, outside)
+		}
+	})
+	t.Run("the server's own directory is inherited, not opened", func(t *testing.T) {
+		t.Parallel()
+		if f, real, err := OpenWorkdir("", "", []string{root}); f != nil || real != "" || err != nil {
+			t.Errorf("OpenWorkdir = %v, %q, %v; want nil, \"\", nil", f, real, err)
+		}
+	})
+	t.Run("a refused request is a CwdError", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := OpenWorkdir(outside, "", []string{root})
+		var ce *CwdError
+		if !errors.As(err, &ce) || ce.Problem != Outside {
+			t.Errorf("error %v, want a *CwdError with Outside", err)
+		}
+	})
+	t.Run("a missing default directory is an error naming it, not a CwdError", func(t *testing.T) {
+		t.Parallel()
+		missing := filepath.Join(base, "gone")
+		_, _, err := OpenWorkdir("", missing, nil)
+		var ce *CwdError
+		if err == nil || errors.As(err, &ce) || !strings.HasPrefix(err.Error(), "working directory "+missing+": ") {
+			t.Errorf("error %v, want a plain error naming %s", err, missing)
+		}
+	})
+}
+
+func TestCwdErrorSaysWhatWentWrong(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("permission denied")
+	cases := []struct {
+		name string
+		err  *CwdError
+		want string
+	}{
+		{"not a directory", &CwdError{Path: "/nope", Problem: NotDir}, `cwd "/nope": not a directory`},
+		{"outside", &CwdError{Path: "/etc", Problem: Outside}, `cwd "/etc": outside the allowed roots`},
+		{"unusable, with its cause", &CwdError{Path: "a\nb", Problem: Unusable, Err: cause}, `cwd "a\nb": cannot be used: permission denied`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("Error() = %q, want %q", got, tc.want)
+			}
+			if got := errors.Unwrap(tc.err); got != tc.err.Err {
+				t.Errorf("Unwrap() = %v, want %v", got, tc.err.Err)
+			}
+		})
+	}
+}

@@ -1,0 +1,280 @@
+// Package httpguard keeps from a local HTTP server's handlers the requests
+// they must never see: a web page's requests smuggled in through DNS
+// rebinding, clients without the bearer token, and bodies too large or too
+// slow to arrive. The MCP hub and the admin UI share it, so both surfaces
+// refuse in the same order and the same way.
+//
+// A refused request is answered at once and its connection closed, without
+// reading its body: a client that announces a body and never sends it holds
+// nothing. An admitted request reaches its handler with the body whole in
+// memory and no read deadline left, so a long response is never cut.
+//
+// A Guard is immutable once New returns and safe for concurrent use. It
+// calls Options.Token on every request, from many goroutines at once.
+package httpguard
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	// DefaultMaxBodyBytes bounds the memory one request can make a server
+	// hold; MCP messages and admin API calls are far smaller.
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultBodyTimeout frees a connection whose client declares a body
+	// and then stalls.
+	DefaultBodyTimeout = 30 * time.Second
+	// Challenge is the WWW-Authenticate value of a 401, telling a client
+	// which credentials to send; a handler that answers its own 401s (the
+	// admin API) sends it too, so both surfaces challenge alike.
+	Challenge = `Bearer realm="wraptool"`
+)
+
+// Options configure a Guard. A nil *Options, or a zero field, means the
+// default that field documents.
+type Options struct {
+	// Hosts are the Host values ("localhost:8717", as LoopbackHosts gives
+	// them) a request may name, compared case-insensitively; an Origin
+	// header, when sent, must name one of them too (http or https). A page
+	// that reaches the server through DNS rebinding names its own host.
+	// Nil means no DNS-rebinding check, for a listener a browser cannot be
+	// led to by a name (a unix socket) or one on a non-loopback address;
+	// an empty non-nil list refuses every request.
+	Hosts []string
+	// Token returns the bearer token required now. It is called on every
+	// request, so a rotated token applies at once. Nil, or "" returned,
+	// means no authentication.
+	Token func() string
+	// MaxBodyBytes bounds a request body (413 beyond); zero or less means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// BodyTimeout bounds how long a request body may take to arrive (408
+	// beyond); zero or less means DefaultBodyTimeout.
+	BodyTimeout time.Duration
+}
+
+// Guard refuses, before a handler runs, what Options rule out. Build it
+// with New.
+type Guard struct {
+	hosts       map[string]bool // lower case; nil: no DNS-rebinding check
+	token       func() string
+	maxBody     int64
+	bodyTimeout time.Duration
+}
+
+// New returns a Guard enforcing o; nil means defaults throughout (no host
+// check, no authentication, the default body limits). It copies o.Hosts.
+func New(o *Options) *Guard {
+	g := &Guard{token: func() string { return "" }, maxBody: DefaultMaxBodyBytes, bodyTimeout: DefaultBodyTimeout}
+	if o == nil {
+		return g
+	}
+	if o.Hosts != nil {
+		g.hosts = make(map[string]bool, len(o.Hosts))
+		for _, h := range o.Hosts {
+			g.hosts[strings.ToLower(h)] = true
+		}
+	}
+	if o.Token != nil {
+		g.token = o.Token
+	}
+	if o.MaxBodyBytes > 0 {
+		g.maxBody = o.MaxBodyBytes
+	}
+	if o.BodyTimeout > 0 {
+		g.bodyTimeout = o.BodyTimeout
+	}
+	return g
+}
+
+// Wrap guards next with every check, cheapest first, in this fixed
+// order: the DNS-rebinding check (403), the bearer token (401 with
+// Challenge), then the body (413 too large, 408 too slow, 400 broken). So a
+// client with neither the name nor the token never makes the server read a
+// byte of its body.
+func (g *Guard) Wrap(next http.Handler) http.Handler {
+	return g.CheckHost(g.checkToken(g.ReadBody(next)))
+}
+
+// CheckHost is Wrap's first step alone: it refuses with 403 a request whose
+// Host, or Origin when it sends one, is not in Options.Hosts. A handler
+// that authenticates by other means than the bearer token (the admin UI's
+// session cookie) keeps Wrap's order with CheckHost, its own check, then
+// ReadBody.
+func (g *Guard) CheckHost(next http.Handler) http.Handler {
+	if g.hosts == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.hosts[strings.ToLower(r.Host)] {
+			Refuse(w, r, http.StatusForbidden, "forbidden: Host is not this server's loopback name")
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !g.originAllowed(o) {
+			Refuse(w, r, http.StatusForbidden, "forbidden: Origin is not this server's loopback name")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed reports whether origin is an http or https origin on one of
+// the allowed hosts; "null" and every other scheme are not.
+func (g *Guard) originAllowed(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return g.hosts[strings.ToLower(u.Host)]
+}
+
+// checkToken is Wrap's second step: the bearer token, read anew for each
+// request.
+func (g *Guard) checkToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tok := g.token(); tok != "" && !BearerMatches(r.Header.Get("Authorization"), tok) {
+			w.Header().Set("WWW-Authenticate", Challenge)
+			Refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token>")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ReadBody is Wrap's last step alone (see CheckHost for composing it): it
+// reads a request's body whole, up to Options.MaxBodyBytes and within
+// Options.BodyTimeout, then clears the read deadline and hands next the
+// body in memory with its ContentLength. So next, even one that streams its
+// answer or runs long, never meets the deadline, and a client cannot stall
+// it halfway through a body. A body that fails is refused: 413 too large,
+// 408 too slow, 400 broken.
+func (g *Guard) ReadBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hasBody(r) {
+			body, status, msg := g.readBody(w, r)
+			if status != 0 {
+				Refuse(w, r, status, msg)
+				return
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads r's body whole under the body deadline and then clears
+// that deadline. A status other than 0 (with its message) says why the body
+// was not read.
+func (g *Guard) readBody(w http.ResponseWriter, r *http.Request) (body []byte, status int, msg string) {
+	tooLarge := fmt.Sprintf("request body too large: the limit is %d bytes", g.maxBody)
+	if r.ContentLength > g.maxBody {
+		return nil, http.StatusRequestEntityTooLarge, tooLarge
+	}
+	g.startBodyClock(w)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.maxBody))
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &maxBytes):
+		return nil, http.StatusRequestEntityTooLarge, tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, http.StatusRequestTimeout, "request body did not arrive in time"
+	case err != nil:
+		return nil, http.StatusBadRequest, "cannot read request body"
+	}
+	// net/http clears the deadline too once it sees the body's end; doing
+	// it here does not depend on that.
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return body, 0, ""
+}
+
+// Deadline gives the body of every request behind it Options.BodyTimeout to
+// arrive. Put it around a whole mux, routes Wrap does not guard included:
+// after any handler returns, net/http reads what is left of a body to reuse
+// the connection, and without a deadline a stalled client would hold that
+// read, and the connection, for ever. ReadBody sets the deadline as well,
+// so a guarded route does not depend on Deadline.
+func (g *Guard) Deadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only a request with a body gets the deadline: a request without
+		// one is already past it, and net/http then watches the connection
+		// for the client going away, a read a deadline would end (and with
+		// it the request's context, so a GET stream).
+		if hasBody(r) {
+			g.startBodyClock(w)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// startBodyClock sets the read deadline by which the body must have arrived.
+func (g *Guard) startBodyClock(w http.ResponseWriter) {
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTimeout))
+}
+
+// hasBody reports whether r announces a body (a Content-Length or chunked).
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+}
+
+// Refuse answers r with status and msg (plain text), and closes the
+// connection without reading what is left of r's body: a client that
+// announces a body and never sends it must not hold the connection. Set
+// any header the refusal needs (WWW-Authenticate) before calling it.
+//
+// Connection: close alone is not enough. It does keep net/http from
+// draining the body before writing the response (chunkWriter.writeHeader
+// skips that when the connection will close), but once the handler returns,
+// finishRequest closes the body, and body.Close still reads up to
+// maxPostHandlerReadBytes of a declared body to find its end, waiting on
+// the client. An expired read deadline makes that read fail at once (only
+// bytes already buffered are consumed), so the response goes out, the
+// connection closes, and nothing waits for the body.
+func Refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	if hasBody(r) {
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	http.Error(w, msg, status)
+}
+
+// LoopbackHosts lists, for Options.Hosts, the Host values under which a
+// local client reaches a loopback listener at addr: localhost, 127.0.0.1
+// and [::1], each with addr's port. It returns nil, no DNS-rebinding check,
+// for any other address: a unix socket has no name to rebind, and a
+// listener on a non-loopback address cannot know the names it is reached
+// by. A server with names of its own (the admin UI's host) appends them.
+func LoopbackHosts(addr net.Addr) []string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() {
+		return nil
+	}
+	port := strconv.Itoa(tcp.Port)
+	return []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
+}
+
+// BearerMatches reports whether an Authorization header carries token as a
+// bearer token. It compares in constant time, hashing both sides first so
+// the token's length does not leak either, and takes the scheme in any case
+// (RFC 7235 §2.1), so a handler that authenticates by itself (the admin
+// API) checks exactly as Wrap does. An empty token matches nothing: an unset
+// token must not admit "Bearer " with nothing after it.
+func BearerMatches(header, token string) bool {
+	scheme, got, ok := strings.Cut(header, " ")
+	if token == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	a, b := sha256.Sum256([]byte(strings.TrimSpace(got))), sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}

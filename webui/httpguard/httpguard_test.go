@@ -1,0 +1,432 @@
+package httpguard
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// wait bounds every wait for something that must happen. It is generous
+// because -race slows everything down; a passing test never waits it out.
+const wait = 10 * time.Second
+
+func TestLoopbackHosts(t *testing.T) {
+	t.Parallel()
+	own := []string{"localhost:8717", "127.0.0.1:8717", "[::1]:8717"}
+	tests := []struct {
+		name string
+		addr net.Addr
+		want []string
+	}{
+		{"127.0.0.1 answers to its three loopback names", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8717}, own},
+		{"[::1] answers to its three loopback names", &net.TCPAddr{IP: net.IPv6loopback, Port: 8717}, own},
+		{"another loopback address answers to the same names", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 8717}, own},
+		{"every interface gets no check", &net.TCPAddr{IP: net.IPv4zero, Port: 8717}, nil},
+		{"a public address gets no check", &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 8717}, nil},
+		{"a unix socket gets no check", &net.UnixAddr{Name: "/run/wraptool.sock", Net: "unix"}, nil},
+		{"no address gets no check", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := LoopbackHosts(tt.addr); !slices.Equal(got, tt.want) || (got == nil) != (tt.want == nil) {
+				t.Errorf("LoopbackHosts(%v) = %#v, want %#v", tt.addr, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBearerMatches(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, header, token string
+		want                bool
+	}{
+		{"the token matches", "Bearer secret-token", "secret-token", true},
+		{"the scheme in lower case matches (RFC 7235 §2.1)", "bearer secret-token", "secret-token", true},
+		{"the scheme in upper case matches", "BEARER secret-token", "secret-token", true},
+		{"spaces around the token are ignored", "Bearer   secret-token ", "secret-token", true},
+		{"a wrong token does not match", "Bearer wrong-token", "secret-token", false},
+		{"a longer token does not match", "Bearer secret-token2", "secret-token", false},
+		{"a prefix of the token does not match", "Bearer secret", "secret-token", false},
+		{"another scheme does not match", "Basic secret-token", "secret-token", false},
+		{"a scheme glued to the token does not match", "Bearersecret-token", "secret-token", false},
+		{"no header does not match", "", "secret-token", false},
+		{"an empty token matches nothing, not even an empty bearer", "Bearer ", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := BearerMatches(tt.header, tt.token); got != tt.want {
+				t.Errorf("BearerMatches(%q, %q) = %v, want %v", tt.header, tt.token, got, tt.want)
+			}
+		})
+	}
+}
+
+// echo answers 200 with what a guarded handler got of the body, so a test
+// sees both that the request got through and that its body is whole.
+var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintf(w, "ContentLength %d, body %q", r.ContentLength, body)
+})
+
+// guardRequest is one request against a guarded server.
+type guardRequest struct {
+	host   string // "" leaves the server's own address
+	origin string
+	auth   string // the whole Authorization header
+	body   string // a POST when set, a GET otherwise
+	// chunked sends the body without a Content-Length.
+	chunked bool
+}
+
+func TestWrap(t *testing.T) {
+	t.Parallel()
+	const own, ui = "localhost:8717", "w-0123456789abcdef.localhost:8717"
+	hosts := []string{own, "127.0.0.1:8717", "[::1]:8717"}
+	token := func() string { return "secret-token" }
+	tests := []struct {
+		name       string
+		opts       *Options
+		req        guardRequest
+		wantStatus int
+		wantBody   string // a substring of the response body
+	}{
+		{"nil options let every request through", nil,
+			guardRequest{host: "evil.example", body: "hi"}, 200, `ContentLength 2, body "hi"`},
+		{"no Hosts means no DNS-rebinding check", &Options{},
+			guardRequest{host: "evil.example", origin: "http://evil.example"}, 200, ""},
+		{"the own Host is served", &Options{Hosts: hosts},
+			guardRequest{host: own}, 200, ""},
+		{"the own Host in upper case is served", &Options{Hosts: hosts},
+			guardRequest{host: "LOCALHOST:8717"}, 200, ""},
+		{"an extra name in Hosts is served", &Options{Hosts: append(hosts, ui)},
+			guardRequest{host: ui, origin: "http://" + ui}, 200, ""},
+		{"a foreign Host is refused with 403", &Options{Hosts: hosts},
+			guardRequest{host: "evil.example:8717"}, 403, "Host is not this server's loopback name"},
+		{"the own name on another port is refused with 403", &Options{Hosts: hosts},
+			guardRequest{host: "localhost:1"}, 403, "Host"},
+		{"an empty Hosts list refuses every request with 403", &Options{Hosts: []string{}},
+			guardRequest{host: own}, 403, "Host"},
+		{"the own Origin is served", &Options{Hosts: hosts},
+			guardRequest{host: own, origin: "http://" + own}, 200, ""},
+		{"the own Origin over https is served", &Options{Hosts: hosts},
+			guardRequest{host: own, origin: "https://" + own}, 200, ""},
+		{"a foreign Origin is refused with 403", &Options{Hosts: hosts},
+			guardRequest{host: own, origin: "http://evil.example"}, 403, "Origin is not this server's loopback name"},
+		{"an Origin on another port is refused with 403", &Options{Hosts: hosts},
+			guardRequest{host: own, origin: "http://localhost:1"}, 403, "Origin"},
+		{"Origin null is refused with 403", &Options{Hosts: hosts},
+			guardRequest{host: own, origin: "null"}, 403, "Origin"},
+		{"an Origin of another scheme is refused with 403", &Options{Hosts: hosts},
+			guardRequest{host: own, origin: "ftp://" + own}, 403, "Origin"},
+		{"the token is served", &Options{Token: token},
+			guardRequest{auth: "Bearer secret-token"}, 200, ""},
+		{"the token with the scheme in lower case is served", &Options{Token: token},
+			guardRequest{auth: "bearer secret-token"}, 200, ""},
+		{"no token is refused with 401", &Options{Token: token},
+			guardRequest{}, 401, "unauthorized: send Authorization: Bearer <token>"},
+		{"a wrong token is refused with 401", &Options{Token: token},
+			guardRequest{auth: "Bearer wrong-token"}, 401, ""},
+		{"the token under another scheme is refused with 401", &Options{Token: token},
+			guardRequest{auth: "Basic secret-token"}, 401, ""},
+		{"a Token returning nothing means no authentication", &Options{Token: func() string { return "" }},
+			guardRequest{}, 200, ""},
+		{"a body reaches the handler whole, with its length", &Options{MaxBodyBytes: 5},
+			guardRequest{body: "12345"}, 200, `ContentLength 5, body "12345"`},
+		{"a chunked body reaches the handler whole, with its length", &Options{MaxBodyBytes: 5},
+			guardRequest{body: "12345", chunked: true}, 200, `ContentLength 5, body "12345"`},
+		{"a body over the limit is refused with 413", &Options{MaxBodyBytes: 5},
+			guardRequest{body: "123456"}, 413, "request body too large: the limit is 5 bytes"},
+		{"a chunked body over the limit is refused with 413", &Options{MaxBodyBytes: 5},
+			guardRequest{body: "123456", chunked: true}, 413, "the limit is 5 bytes"},
+		{"a body over the default limit is refused with 413", nil,
+			guardRequest{body: strings.Repeat("a", DefaultMaxBodyBytes+1)}, 413, fmt.Sprintf("the limit is %d bytes", DefaultMaxBodyBytes)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(New(tt.opts).Wrap(echo))
+			t.Cleanup(srv.Close)
+			res, body := get(t, srv, tt.req)
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %q", res.StatusCode, tt.wantStatus, body)
+			}
+			if !strings.Contains(body, tt.wantBody) {
+				t.Errorf("body = %q, want it to contain %q", body, tt.wantBody)
+			}
+			refused := tt.wantStatus != 200
+			if res.Close != refused { // the client moves Connection: close here
+				t.Errorf("Connection: close is %v, want %v", res.Close, refused)
+			}
+			wantChallenge := ""
+			if tt.wantStatus == 401 {
+				wantChallenge = Challenge
+			}
+			if got := res.Header.Get("WWW-Authenticate"); got != wantChallenge {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, wantChallenge)
+			}
+		})
+	}
+}
+
+// get sends r to srv and reads the whole response.
+func get(t *testing.T, srv *httptest.Server, r guardRequest) (*http.Response, string) {
+	t.Helper()
+	method, body := http.MethodGet, io.Reader(nil)
+	if r.body != "" {
+		method, body = http.MethodPost, strings.NewReader(r.body)
+		if r.chunked {
+			body = io.MultiReader(body) // a length net/http cannot see
+		}
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.host != "" {
+		req.Host = r.host
+	}
+	if r.origin != "" {
+		req.Header.Set("Origin", r.origin)
+	}
+	if r.auth != "" {
+		req.Header.Set("Authorization", r.auth)
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read response body: %v", err)
+	}
+	return res, string(data)
+}
+
+// The hub reads its token file's current content for every request, so a
+// rotated token applies without a restart.
+func TestWrapReadsTheTokenOnEveryRequest(t *testing.T) {
+	t.Parallel()
+	var token atomic.Pointer[string]
+	set := func(s string) { token.Store(&s) }
+	set("old-token")
+	srv := httptest.NewServer(New(&Options{Token: func() string { return *token.Load() }}).Wrap(echo))
+	t.Cleanup(srv.Close)
+	steps := []struct {
+		name, token, auth string
+		wantStatus        int
+	}{
+		{"before rotation the old token is served", "old-token", "Bearer old-token", 200},
+		{"after rotation the old token is refused", "new-token", "Bearer old-token", 401},
+		{"after rotation the new token is served", "new-token", "Bearer new-token", 200},
+	}
+	for _, s := range steps {
+		set(s.token)
+		if res, body := get(t, srv, guardRequest{auth: s.auth}); res.StatusCode != s.wantStatus {
+			t.Errorf("%s: status = %d, want %d; body %q", s.name, res.StatusCode, s.wantStatus, body)
+		}
+	}
+}
+
+// startRaw serves handler, built from the listener's loopback names, on a
+// free loopback port, for requests net/http's client will not send: a
+// declared body that never comes, a body that stalls.
+func startRaw(t *testing.T, handler func(hosts []string) http.Handler) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.Handler = handler(LoopbackHosts(srv.Listener.Addr()))
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// rawExchange writes head (and any body bytes after it) on a new
+// connection to addr and reads one response, failing the test if none
+// comes within wait. It returns the connection for what follows.
+func rawExchange(t *testing.T, addr, head string) (*http.Response, string, *bufio.Reader, net.Conn) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, wait)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(wait))
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no response within %v: %v", wait, err)
+	}
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read response body: %v", err)
+	}
+	return res, string(body), br, c
+}
+
+// rawHead is an HTTP/1.1 POST head for addr with the given header lines; a
+// "Host: …" line replaces addr.
+func rawHead(addr string, lines ...string) string {
+	var b strings.Builder
+	b.WriteString("POST / HTTP/1.1\r\n")
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Host:") }) {
+		fmt.Fprintf(&b, "Host: %s\r\n", addr)
+	}
+	for _, l := range lines {
+		b.WriteString(l + "\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.String()
+}
+
+// expectClosed fails the test unless the server closes c within wait and
+// sends nothing more before that.
+func expectClosed(t *testing.T, br *bufio.Reader, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(wait))
+	n, err := br.Read(make([]byte, 1))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		t.Fatalf("connection still open %v later, want it closed by the server", wait)
+	case err == nil:
+		t.Fatalf("read %d more bytes, want the connection closed", n)
+	}
+}
+
+// A refused request is answered at once, however much body it announces,
+// and its connection is closed: a client that declares a body and never
+// sends it must not hold a connection (and its file descriptor). Checks run
+// in the order DNS-rebinding 403, 401, 413. The guard runs with the default
+// BodyTimeout (30 s), far beyond wait, so an answer within wait did not
+// come from the body deadline.
+func TestWrapRefusesInOrderWithoutWaitingForTheBody(t *testing.T) {
+	t.Parallel()
+	addr := startRaw(t, func(hosts []string) http.Handler {
+		g := New(&Options{Hosts: hosts, Token: func() string { return "secret-token" }})
+		return g.Deadline(g.Wrap(echo))
+	})
+	huge := fmt.Sprintf("Content-Length: %d", DefaultMaxBodyBytes+1)
+	tests := []struct {
+		name       string
+		head       string
+		wantStatus int
+	}{
+		{"no token and a body that never comes get 401 at once",
+			rawHead(addr, "Content-Length: 100"), 401},
+		{"a wrong token and a body that never comes get 401 at once",
+			rawHead(addr, "Content-Length: 100", "Authorization: Bearer wrong-token"), 401},
+		{"no token and a chunked body that never comes get 401 at once",
+			rawHead(addr, "Transfer-Encoding: chunked"), 401},
+		{"a foreign Host, the token and a body that never comes get 403 at once",
+			rawHead(addr, "Host: evil.example", "Content-Length: 100", "Authorization: Bearer secret-token"), 403},
+		{"a foreign Origin, the token and a body that never comes get 403 at once",
+			rawHead(addr, "Origin: http://evil.example", "Content-Length: 100", "Authorization: Bearer secret-token"), 403},
+		{"a foreign Host, no token and a huge body get 403",
+			rawHead(addr, "Host: evil.example", huge), 403},
+		{"a foreign Host, the token and a huge body get 403",
+			rawHead(addr, "Host: evil.example", huge, "Authorization: Bearer secret-token"), 403},
+		{"the own Host, no token and a huge body get 401",
+			rawHead(addr, huge), 401},
+		{"the own Host, the token and a huge body get 413",
+			rawHead(addr, huge, "Authorization: Bearer secret-token"), 413},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, body, br, c := rawExchange(t, addr, tt.head)
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %q", res.StatusCode, tt.wantStatus, body)
+			}
+			if !res.Close { // ReadResponse moves Connection: close here
+				t.Errorf("the response does not say Connection: close; header %v", res.Header)
+			}
+			if got := res.Header.Get("WWW-Authenticate"); tt.wantStatus == 401 && got != Challenge {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, Challenge)
+			}
+			expectClosed(t, br, c)
+		})
+	}
+}
+
+// A body that stalls is dropped after BodyTimeout, whether a guarded
+// handler reads it (408) or an unguarded one leaves it unread and net/http
+// waits for its end to reuse the connection (Deadline's case).
+func TestBodyTimeoutDropsAStalledBody(t *testing.T) {
+	t.Parallel()
+	const bodyTimeout = 300 * time.Millisecond
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	tests := []struct {
+		name       string
+		handler    func(g *Guard) http.Handler
+		wantStatus int
+	}{
+		{"Wrap alone answers 408", func(g *Guard) http.Handler { return g.Wrap(echo) }, http.StatusRequestTimeout},
+		{"Wrap inside Deadline answers 408", func(g *Guard) http.Handler { return g.Deadline(g.Wrap(echo)) }, http.StatusRequestTimeout},
+		{"Deadline around a handler that does not read the body closes the connection",
+			func(g *Guard) http.Handler { return g.Deadline(ok) }, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			addr := startRaw(t, func([]string) http.Handler { return tt.handler(New(&Options{BodyTimeout: bodyTimeout})) })
+			sent := time.Now()
+			res, body, br, c := rawExchange(t, addr, rawHead(addr, "Content-Length: 100")+"only part")
+			if elapsed := time.Since(sent); elapsed < bodyTimeout {
+				t.Errorf("answered after %v, want no sooner than BodyTimeout %v", elapsed, bodyTimeout)
+			}
+			if res.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d; body %q", res.StatusCode, tt.wantStatus, body)
+			}
+			if !res.Close {
+				t.Errorf("the response does not say Connection: close; header %v", res.Header)
+			}
+			expectClosed(t, br, c)
+		})
+	}
+}
+
+// The body deadline applies only while a body is read: a response that
+// streams or comes late outlives BodyTimeout, whether its request had a
+// body (ReadBody clears the deadline) or not (Deadline sets none).
+func TestBodyTimeoutSparesLongResponses(t *testing.T) {
+	t.Parallel()
+	const bodyTimeout = 200 * time.Millisecond
+	late := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("early "))
+		http.NewResponseController(w).Flush()
+		// Time must pass here and nothing signals it: a deadline wrongly
+		// left on the connection ends the request's context within it.
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * bodyTimeout):
+			w.Write([]byte("late"))
+		}
+	})
+	g := New(&Options{BodyTimeout: bodyTimeout})
+	srv := httptest.NewServer(g.Deadline(g.Wrap(late)))
+	t.Cleanup(srv.Close)
+	for _, req := range []guardRequest{{}, {body: "a body"}, {body: "a chunked body", chunked: true}} {
+		if _, body := get(t, srv, req); body != "early late" {
+			t.Errorf("request with body %q: response %q, want %q", req.body, body, "early late")
+		}
+	}
+}
