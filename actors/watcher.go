@@ -86,6 +86,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 		}
 	}
 	resync()
+	// A change between the snapshot's load and these first watches would
+	// otherwise go unseen until the next one: ring once, and the loader
+	// reloads, or skips when the files hash the same.
+	ring(w.out)
 	for {
 		select {
 		case <-ctx.Done():

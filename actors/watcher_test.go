@@ -62,6 +62,13 @@ func (f *watchFixture) run(t *testing.T, first *Snapshot) {
 	log, sink := newTestLogger()
 	f.sink = sink
 	start(t, NewWatcher(WatcherOptions{Snapshots: f.snaps, WatchSetChanged: f.changed, FileEvents: f.events, Retry: watchRetry, Log: log}))
+	// Once its first watches are in place, the watcher rings once: a change
+	// made between the snapshot's load and those watches is not lost.
+	select {
+	case <-f.events:
+	case <-time.After(wait):
+		t.Fatalf("the watcher did not ring after its first watches")
+	}
 }
 
 // watching is a snapshot naming files and the fixture's marker folder.

@@ -105,6 +105,11 @@ func startServerIn(t *testing.T, dir, cfg string, env ...string) *server {
 		}
 		time.Sleep(20 * time.Millisecond) // polling the log: no event to wait on
 	}
+	if slices.Contains(args, "debug") {
+		// The watcher's first ring after its watches are in place: from
+		// here on every edit the test makes is seen.
+		s.WaitLog(t, `msg="reload skipped"`, 1, startTimeout)
+	}
 	if data, err := os.ReadFile(filepath.Join(dir, "mcp-token")); err == nil {
 		s.Token = strings.TrimSpace(string(data))
 	}

@@ -159,6 +159,8 @@ func (p *Policy) Evaluate(c Call) Decision {
 		case f.Type == TypeBoolean:
 			argv = append(argv, f.Flag)
 			continue
+		case f.Attached && IsShortFlag(f.Flag):
+			argv = append(argv, f.Flag+val)
 		case IsShortFlag(f.Flag):
 			argv = append(argv, f.Flag, val)
 		default:

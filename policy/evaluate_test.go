@@ -117,7 +117,7 @@ func fixtureTools() []Tool {
 	}
 }
 
-func newPolicy(tb testing.TB, tools []Tool, types FlagTypes) *Policy {
+func newPolicy(tb testing.TB, tools []Tool, types Helps) *Policy {
 	tb.Helper()
 	p, err := New(seedAll(tools), types)
 	if err != nil {
@@ -393,14 +393,19 @@ func TestEvaluateBuildsArgv(t *testing.T) {
 	}
 }
 
-// fakeTypes answers FlagType from a table keyed by "tool sub... flag", so a
-// lookup also proves Evaluate asked about the right tool and subcommand.
+// fakeTypes answers Helps.Flag from a table of types keyed by "tool sub...
+// flag", so a lookup also proves Evaluate asked about the right tool and
+// subcommand.
 type fakeTypes map[string]Type
 
-func (f fakeTypes) FlagType(tool string, subcommand []string, flag string) Type {
+func (f fakeTypes) Flag(tool string, subcommand []string, flag string) (FlagHelp, bool) {
 	key := append(append([]string{tool}, subcommand...), flag)
-	return f[strings.Join(key, " ")]
+	t, ok := f[strings.Join(key, " ")]
+	return FlagHelp{Type: t}, ok
 }
+func (fakeTypes) Description(string, []string) string                    { return "" }
+func (fakeTypes) ShortHelpTaken(string, []string) bool                   { return false }
+func (fakeTypes) Subcommands(string, []string) (map[string]string, bool) { return nil, false }
 
 func TestFlagTypeDecisionOrder(t *testing.T) {
 	t.Parallel()
@@ -510,7 +515,7 @@ func TestFlagTypeDecisionOrder(t *testing.T) {
 			if tc.constraint != nil {
 				rule.FlagConstraints = map[string]*Constraint{tc.flag: tc.constraint}
 			}
-			var types FlagTypes
+			var types Helps
 			if !tc.nilTypes {
 				ft := fakeTypes{}
 				if tc.introspect != TypeUnknown {

@@ -41,23 +41,18 @@ func ParseType(s string) Type {
 	return TypeUnknown
 }
 
-// FlagTypes answers, from a tool's own --help, whether a flag takes a value.
-// The introspection package implements it; a nil FlagTypes, or an answer of
-// TypeUnknown, defers to the name heuristic.
-type FlagTypes interface {
-	FlagType(tool string, subcommand []string, flag string) Type
-}
-
 // TypeOf decides a flag's type in the reference's order: an explicit type
-// (min/max imply integer, a pattern implies a value), then introspection, then
-// the name heuristic. proven is false when the type rests on the heuristic
-// alone: for a short flag that default ("takes a value") may be wrong, and a
-// tool that reads -X as a switch would read its "value" as a positional
-// argument, so Evaluate holds such a value to the positional rules.
+// (min/max imply integer, a pattern implies a value), then the tool's help,
+// then the name heuristic. proven is false when the type rests on the
+// heuristic alone: for a short flag that default ("takes a value") may be
+// wrong, and a tool that reads -X as a switch would read its "value" as a
+// positional argument, so Evaluate holds such a value to the positional
+// rules. A flag whose help gives its value as optional (--rebase[=<mode>])
+// is a switch unless the constraint types it.
 //
 // Compiling a rule and `config validate`'s warnings share it. A seeded help
 // flag is not decided here: it is always a boolean.
-func TypeOf(c *Constraint, types FlagTypes, tool string, sub []string, flag string) (t Type, proven bool) {
+func TypeOf(c *Constraint, helps Helps, tool string, sub []string, flag string) (t Type, proven bool) {
 	if c != nil {
 		if t := ParseType(c.Type); t != TypeUnknown {
 			return t, true
@@ -69,9 +64,12 @@ func TypeOf(c *Constraint, types FlagTypes, tool string, sub []string, flag stri
 			return TypeString, true
 		}
 	}
-	if types != nil {
-		if t := types.FlagType(tool, sub, flag); t != TypeUnknown {
-			return t, true
+	if helps != nil {
+		if h, ok := helps.Flag(tool, sub, flag); ok && h.Type != TypeUnknown {
+			if h.OptionalValue {
+				return TypeBoolean, true
+			}
+			return h.Type, true
 		}
 	}
 	if LooksBoolean(flag) {

@@ -45,6 +45,7 @@ type Rule struct {
 	argPatterns   []argPattern      // the n-th applies to the n-th positional, the last to the rest
 	exposed       bool
 	allowedList   string // the "Allowed flags" line: "--set-upstream" or "(none)"
+	description   string // from the tool's help; "" when unknown
 }
 
 // argPattern is one compiled positional pattern, with its source as written
@@ -72,6 +73,13 @@ type Flag struct {
 	// never hand a value or an argument to a real option (on psql -h is
 	// the host).
 	Help bool
+	// Description is the flag's help line; "" when unknown.
+	Description string
+	// Attached marks a flag whose value is optional in the tool's help
+	// (--rebase[=<mode>]) but typed by the rule: its value is passed in
+	// the same argument (--rebase=merges, -rmerges), because as a separate
+	// argument the tool would read it as a positional.
+	Attached bool
 	// Unproven marks a short flag whose value-taking rests on the default
 	// alone (no type, min, max or pattern; no introspection evidence). It
 	// is passed as "-X value", but the value is held to the rules of a
@@ -82,10 +90,11 @@ type Flag struct {
 	re *regexp.Regexp
 }
 
-// New compiles tools into a Policy. types may be nil. The rules should have
+// New compiles tools into a Policy. helps, from the tools' own help, types
+// flags and describes rules and flags; it may be nil. The rules should have
 // passed config validation; New still refuses what it cannot compile (a bad
 // pattern, an invalid name) rather than build a policy that misbehaves.
-func New(tools []Tool, types FlagTypes) (*Policy, error) {
+func New(tools []Tool, helps Helps) (*Policy, error) {
 	p := &Policy{tools: map[string]*tool{}, byName: map[string]*Rule{}}
 	for _, spec := range tools {
 		if !ValidToken(spec.Name) {
@@ -99,7 +108,7 @@ func New(tools []Tool, types FlagTypes) (*Policy, error) {
 			t.deny = append(t.deny, slices.Clone(d.Subcommand))
 		}
 		for _, a := range spec.Allow {
-			r, err := compileRule(t, a, types)
+			r, err := compileRule(t, a, helps)
 			if err != nil {
 				return nil, fmt.Errorf("compile policy: %s: %w", ToolName(spec.Name, a.Subcommand), err)
 			}
@@ -119,7 +128,7 @@ func New(tools []Tool, types FlagTypes) (*Policy, error) {
 	return p, nil
 }
 
-func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
+func compileRule(t *tool, a *AllowRule, helps Helps) (*Rule, error) {
 	r := &Rule{
 		tool:          t,
 		name:          ToolName(t.name, a.Subcommand),
@@ -148,6 +157,9 @@ func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
 		r.argPatterns = append(r.argPatterns, argPattern{src, re})
 	}
 	r.exposed = !t.denies(a.Subcommand, nil)
+	if helps != nil {
+		r.description = helps.Description(t.name, a.Subcommand)
+	}
 	for _, f := range a.DenyFlags {
 		r.denied[PropertyName(f)] = f
 	}
@@ -179,8 +191,14 @@ func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
 			continue
 		}
 		var proven bool
-		fl.Type, proven = TypeOf(c, types, t.name, a.Subcommand, f)
+		fl.Type, proven = TypeOf(c, helps, t.name, a.Subcommand, f)
 		fl.Unproven = !proven && fl.Type == TypeString && IsShortFlag(f)
+		if helps != nil {
+			if h, ok := helps.Flag(t.name, a.Subcommand, f); ok {
+				fl.Description = h.Description
+				fl.Attached = h.OptionalValue && fl.Type != TypeBoolean
+			}
+		}
 		if c != nil {
 			fl.Required, fl.Min, fl.Max, fl.Pattern = c.Required, c.Min, c.Max, c.Pattern
 			if c.Pattern != "" {
@@ -202,6 +220,31 @@ func compileRule(t *tool, a *AllowRule, types FlagTypes) (*Rule, error) {
 	return r, nil
 }
 
+// Tools returns the tool keys, sorted.
+func (p *Policy) Tools() []string {
+	names := make([]string, 0, len(p.tools))
+	for name := range p.tools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ToolRules returns every allow rule of tool, exposed or covered by a deny
+// rule, in the config's order; nil for an unknown tool.
+func (p *Policy) ToolRules(tool string) []*Rule {
+	if t := p.tools[tool]; t != nil {
+		return slices.Clone(t.rules)
+	}
+	return nil
+}
+
+// Denies reports whether a deny rule of tool covers the subcommand sub.
+func (p *Policy) Denies(tool string, sub []string) bool {
+	t := p.tools[tool]
+	return t != nil && t.denies(sub, nil)
+}
+
 // Rules returns the exposed rules (those no deny rule covers), sorted by MCP
 // tool name. The slice is shared: do not modify it.
 func (p *Policy) Rules() []*Rule { return p.exposed }
@@ -211,6 +254,10 @@ func (p *Policy) Rule(name string) (*Rule, bool) {
 	r, ok := p.byName[name]
 	return r, ok
 }
+
+// Description is what the tool's help says the subcommand does; "" when
+// unknown.
+func (r *Rule) Description() string { return r.description }
 
 // Name is the rule's MCP tool name ("git_pull").
 func (r *Rule) Name() string { return r.name }
@@ -242,6 +289,9 @@ func (r *Rule) ArgPatterns() []string {
 	}
 	return out
 }
+
+// Exposed reports whether the rule is served (no deny rule covers it).
+func (r *Rule) Exposed() bool { return r.exposed }
 
 // PositionalMax is the most positional arguments allowed; ok is false when
 // there is no limit.

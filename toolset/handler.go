@@ -21,6 +21,9 @@ import (
 // same in every State).
 type State struct {
 	Policy *policy.Policy
+	// Helps is what the tools' own help says (what wraptool_discover
+	// lists); nil when nothing is known.
+	Helps policy.Helps
 	// Runtimes is keyed by tool key.
 	Runtimes map[string]Runtime
 	// Slots bounds the wrapped-tool children running at once

@@ -26,7 +26,7 @@ func Definition(r *policy.Rule) *mcp.Tool {
 		if f.Required {
 			required = append(required, f.Property)
 		}
-		if !policy.IsHelpFlag(f.Flag) {
+		if !f.Help {
 			listed = append(listed, f.Flag)
 		}
 	}
@@ -54,10 +54,14 @@ func Definition(r *policy.Rule) *mcp.Tool {
 	if len(listed) > 0 {
 		allowed = strings.Join(listed, ", ")
 	}
+	desc := fmt.Sprintf("Run '%s' (allowed flags: %s). Pass each flag as a named parameter "+
+		"(true for a switch) and positional arguments in args.", r.Command(), allowed)
+	if d := r.Description(); d != "" {
+		desc = strings.TrimRight(d, ". ") + ". " + desc
+	}
 	return &mcp.Tool{
-		Name: r.Name(),
-		Description: fmt.Sprintf("Run '%s' (allowed flags: %s). Pass each flag as a named parameter "+
-			"(true for a switch) and positional arguments in args.", r.Command(), allowed),
+		Name:         r.Name(),
+		Description:  desc,
 		InputSchema:  schema,
 		OutputSchema: runOutputSchema(),
 	}
@@ -66,6 +70,9 @@ func Definition(r *policy.Rule) *mcp.Tool {
 func flagSchema(f policy.Flag) map[string]any {
 	s := map[string]any{}
 	desc := []string{f.Flag}
+	if f.Description != "" {
+		desc[0] = f.Flag + ": " + f.Description
+	}
 	switch f.Type {
 	case policy.TypeBoolean:
 		s["type"] = "boolean"

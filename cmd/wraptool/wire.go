@@ -85,6 +85,7 @@ func (a *app) wire(path string, l *config.Loaded) *server {
 	})
 	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Snapshots: s.holder, Log: log})
 	mcpServer.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(s.requests.Submit, log))
+	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
 	s.registry.Prime()
 	return s
 }

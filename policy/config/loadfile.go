@@ -27,6 +27,14 @@ const (
 	TokensOptional
 )
 
+// Introspect learns the wrapped tools' own help for a load (see package
+// introspect): it runs each tool's fixed help forms, or reads them from its
+// cache, within its own bounds, and never fails for a tool whose help cannot
+// be had (that tool falls back to the rules' types and the heuristic). forced
+// is true for a SIGHUP reload, which retries helps that failed before. An
+// error rejects the load: a malformed overrides file.
+type Introspect func(ctx context.Context, c *Config, forced bool) (policy.Helps, error)
+
 // LoadOptions adjust LoadFile. A nil *LoadOptions means defaults.
 type LoadOptions struct {
 	// Paths say where "~" and the platform folders are; nil means the
@@ -35,6 +43,11 @@ type LoadOptions struct {
 	// Tokens is what to do with a missing token file; the zero value is
 	// TokensRequired.
 	Tokens TokenMode
+	// Introspect is the introspect step; nil skips it (the policy then
+	// knows only the rules' types and the heuristic).
+	Introspect Introspect
+	// Forced marks a SIGHUP reload (passed to Introspect).
+	Forced bool
 }
 
 func (o *LoadOptions) paths() *Options {
@@ -62,9 +75,13 @@ type Loaded struct {
 	// the config names none (or, with TokensOptional, when the file is
 	// missing).
 	MCPToken, AdminToken string
+	// Helps is what the tools' own help says (nil when the load did not
+	// introspect): the policy's flag types and descriptions come from it,
+	// and wraptool_discover lists what it advertises.
+	Helps policy.Helps
 	// Hash identifies every byte the load read: the config, its token
-	// files and env files. A reload whose files hash the same changes
-	// nothing.
+	// files, env files and overrides files. A reload whose files hash the
+	// same changes nothing.
 	Hash string
 	// Created lists the token files this load created (TokensCreate).
 	Created []string
@@ -82,7 +99,9 @@ type Loaded struct {
 //   - parse: strict decoding, defaults, paths, env files, help-flag seeding
 //     and every validation rule (an *Error placed at file:line and field);
 //   - tokens: the token files, created or required as o says;
-//   - compile: the policy;
+//   - introspect: each tool's own help (o.Introspect), which may unseed -h
+//     where it means something else (psql's host);
+//   - compile: the policy, typed and described by the help;
 //   - hash and warnings.
 //
 // Later kinds of reload work (introspection, upstream servers, grants) are
@@ -103,14 +122,20 @@ func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error)
 	if err := l.tokens(ctx, o.tokens()); err != nil {
 		return nil, err
 	}
+	if o != nil && o.Introspect != nil {
+		if l.Helps, err = o.Introspect(ctx, c, o.Forced); err != nil {
+			return nil, err
+		}
+		unseedShortHelp(c, l.Helps)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
-	if l.Policy, err = c.Policy(nil); err != nil {
+	if l.Policy, err = c.Policy(l.Helps); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	l.Hash = c.fileSet().hash()
-	l.Warnings = c.Warnings(nil)
+	l.Warnings = c.Warnings(l.Helps)
 	return l, nil
 }
 
@@ -157,6 +182,21 @@ func (l *Loaded) tokens(ctx context.Context, mode TokenMode) error {
 		*t.into = tok
 	}
 	return nil
+}
+
+// ReadOverrides returns the bytes of tool's introspection overrides file,
+// read once per load (and so part of the load's hash); nil when the tool
+// names none. The introspect step parses them.
+func (c *Config) ReadOverrides(tool string) ([]byte, error) {
+	t := c.Tools[tool]
+	if t == nil || t.Introspection.OverridesFile == "" {
+		return nil, nil
+	}
+	data, err := c.fileSet().get(t.Introspection.OverridesFile, maxEnvBytes)
+	if err != nil {
+		return nil, c.errorAt(fieldPath{}.key("tools").key(tool).key("introspection").key("overrides_file"), "cannot read overrides file %v", err)
+	}
+	return data, nil
 }
 
 // OwnFiles lists, as absolute paths, wraptool's own files besides the config

@@ -31,9 +31,9 @@ func (w Warning) String() string {
 // Warnings lists, in document order, what `config validate` and the server
 // warn about in a loaded config: each short flag whose value-taking rests on
 // the default alone (its value is then checked like a positional argument,
-// see policy.Flag.Unproven), and each env file others may read. types answers from
+// see policy.Flag.Unproven), and each env file others may read. helps answers from
 // introspection and may be nil; nothing here runs a tool.
-func (c *Config) Warnings(types policy.FlagTypes) []Warning {
+func (c *Config) Warnings(helps policy.Helps) []Warning {
 	var out []Warning
 	warn := func(p fieldPath, format string, args ...any) {
 		at := c.lines.at(p)
@@ -52,7 +52,7 @@ func (c *Config) Warnings(types policy.FlagTypes) []Warning {
 				if !policy.IsShortFlag(f) || slices.Contains(r.Seeded, f) || r.Denies(f) {
 					continue
 				}
-				typ, proven := policy.TypeOf(r.FlagConstraints[f], types, name, r.Subcommand, f)
+				typ, proven := policy.TypeOf(r.FlagConstraints[f], helps, name, r.Subcommand, f)
 				if proven || typ != policy.TypeString {
 					continue
 				}
