@@ -41,6 +41,7 @@ fuzz time="30s":
 bench:
     go test -run '^$' -bench . -benchmem ./...
     WRAPTOOL_BENCH=1 go test ./integration -run '^TestLatencyReport$' -count=1 -v | sed -n '/^wraptool latency/,/list_changed/p'
+    WRAPTOOL_BENCH=1 go test ./integration -run '^TestIntrospectionReport$' -count=1 -v | sed -n '/^wraptool introspection/,/list_changed/p'
 
 
 # Fail when `go mod tidy` would change go.mod or go.sum.

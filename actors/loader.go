@@ -20,7 +20,7 @@ type Loader struct {
 	fileChanged, reloadNow messages.Doorbell
 	out                    chan<- messages.ConfigLoaded
 	path                   string
-	opts                   *config.LoadOptions
+	opts                   config.LoadOptions
 	load                   LoadFunc
 	needToken              string
 	log                    *slog.Logger
@@ -34,6 +34,8 @@ type LoaderOptions struct {
 	Path string
 	// Paths resolve "~" and the platform folders; nil means the process's.
 	Paths *config.Options
+	// Introspect is the load's introspect step; nil skips it.
+	Introspect config.Introspect
 	// Load builds a config; nil means config.LoadFile.
 	Load LoadFunc
 	// Running is the hash of the config already in service, so an event
@@ -59,7 +61,7 @@ func NewLoader(o LoaderOptions) *Loader {
 		o.Load = config.LoadFile
 	}
 	return &Loader{fileChanged: o.FileChanged, reloadNow: o.ReloadNow, out: o.Loaded, path: o.Path,
-		opts: &config.LoadOptions{Paths: o.Paths}, load: o.Load, needToken: o.NeedToken,
+		opts: config.LoadOptions{Paths: o.Paths, Introspect: o.Introspect}, load: o.Load, needToken: o.NeedToken,
 		log: logger(o.Log, "loader"), running: o.Running}
 }
 
@@ -110,7 +112,9 @@ func (l *Loader) reload(ctx context.Context, forced bool) (messages.ConfigLoaded
 	if forced {
 		cause = "SIGHUP"
 	}
-	loaded, err := l.load(ctx, l.path, l.opts)
+	opts := l.opts
+	opts.Forced = forced // SIGHUP retries helps that failed before
+	loaded, err := l.load(ctx, l.path, &opts)
 	if ctx.Err() != nil {
 		return messages.ConfigLoaded{}, false // stopping: not a rejection
 	}

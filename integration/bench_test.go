@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +120,66 @@ func replaceListen(cfg, url string) string {
 		end++
 	}
 	return cfg[:start] + url[len("http://"):] + cfg[end:]
+}
+
+// TestIntrospectionReport measures start-up with 50 wrapped tools whose help
+// must be learned (a cold introspection cache) and again with the cache warm,
+// and the reload latency with a warm cache. Like TestLatencyReport it only
+// reports: run it with `just bench`.
+func TestIntrospectionReport(t *testing.T) {
+	if os.Getenv("WRAPTOOL_BENCH") == "" {
+		t.Skip("set WRAPTOOL_BENCH=1 (or run `just bench`) to measure start-up with introspection")
+	}
+	const tools, reloads = 50, 10
+	dir := t.TempDir()
+	rules := func(extra string) string {
+		var b strings.Builder
+		for i := range tools {
+			fmt.Fprintf(&b, "  t%02d:\n    binary: %s\n    allow:\n      - subcommand: [commit]\n        flags: [\"-m\", \"--depth\"%s]\n      - subcommand: [pull]\n", i, helpcli, extra)
+		}
+		return b.String()
+	}
+	cfg := serverConfig(t, dir, rules(""))
+	start := time.Now()
+	s := startServerIn(t, dir, cfg, "WRAPTOOL_LOG_LEVEL=info")
+	cold := time.Since(start)
+	s.stop(t)
+	start = time.Now()
+	s = startServerIn(t, dir, "", "WRAPTOOL_LOG_LEVEL=info")
+	warm := time.Since(start)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	changed := make(chan time.Time, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- time.Now() },
+	})
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   s.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: toolsettest.Bearer{Token: s.Token, Base: http.DefaultTransport}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	var reload []time.Duration
+	for i := range reloads {
+		extra := ""
+		if i%2 == 0 {
+			extra = `, "-q"`
+		}
+		written := time.Now()
+		writeInPlace(t, s.ConfigPath, withTools(cfg, rules(extra)))
+		select {
+		case at := <-changed:
+			reload = append(reload, at.Sub(written))
+		case <-ctx.Done():
+			t.Fatal("no list_changed")
+		}
+	}
+	slices.Sort(reload)
+	fmt.Printf("wraptool introspection (%d tools, %d rules each, their help learned from helpcli)\n", tools, 2)
+	fmt.Printf("  start to /healthz, cold cache      %9.1f ms\n", float64(cold.Microseconds())/1000)
+	fmt.Printf("  start to /healthz, warm cache      %9.1f ms\n", float64(warm.Microseconds())/1000)
+	fmt.Printf("  reload, warm cache: write → list_changed median %7.1f ms (200 ms debounce included)\n", float64(reload[len(reload)/2].Microseconds())/1000)
 }

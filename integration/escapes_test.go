@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,11 +91,18 @@ func TestPsqlHelpFlagCannotTakeTheHost(t *testing.T) {
 `))
 	c := s.Connect(t, "/mcp")
 
+	// psql's own help says -h is the host, so -h is not even seeded (only
+	// --help is): the schema has no h, and the call is refused. Where no
+	// help is known, the seeded -h runs alone instead (policy's
+	// TestSeededHelpFlagRunsAlone).
 	res := c.Call(t, "psql", map[string]any{"l": true, "h": true, "args": []any{"evil.example"}})
 	text := toolsettest.ResultText(t, res)
-	want := "DENIED: 'psql -l -h evil.example' is not permitted.\n\nPolicy: help flag '-h' runs alone; pass no other flags or arguments.\n"
+	want := "DENIED: 'psql -l -h evil.example' is not permitted.\n\nPolicy: flag '-h' is not in the allowlist for 'psql'.\n"
 	if !res.IsError || !strings.HasPrefix(text, want) {
 		t.Fatalf("psql -l -h evil.example: isError %v, text:\n%s\nwant it to start with:\n%s", res.IsError, text, want)
+	}
+	if props := schemaProperties(t, c, "psql"); slices.Contains(props, "h") || !slices.Contains(props, "help") {
+		t.Errorf("psql's schema properties %q: want help and no h", props)
 	}
 	// The password went nowhere: the fixture logs every connection.
 	if data, err := os.ReadFile(connections); err == nil {
@@ -454,4 +463,35 @@ func TestRequestLogKeepsHTMLCharacters(t *testing.T) {
 	if data := readLog(t, s.RequestLog); !strings.Contains(string(data), `"<script>alert(1)</script> & more"`) {
 		t.Errorf("request log:\n%s", data)
 	}
+}
+
+// schemaProperties lists the input-schema properties of the tool name.
+func schemaProperties(t *testing.T, c *mcpClient, name string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	res, err := c.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != name {
+			continue
+		}
+		data, _ := json.Marshal(tool.InputSchema)
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(data, &schema); err != nil {
+			t.Fatal(err)
+		}
+		var props []string
+		for p := range schema.Properties {
+			props = append(props, p)
+		}
+		slices.Sort(props)
+		return props
+	}
+	t.Fatalf("no tool %s", name)
+	return nil
 }

@@ -16,8 +16,10 @@ import (
 
 // wraptoolBin is the binary TestMain builds, used by every test; fakecli is
 // the fixture CLI the served configs wrap (toolset/testdata/fakecli);
-// fakepsql behaves like psql's -h HOST (testdata/fakepsql).
-var wraptoolBin, fakecli, fakepsql string
+// fakepsql behaves like psql's -h HOST (testdata/fakepsql); helpcli prints
+// git-, Cobra- or GNU-style help and logs every argv it is started with
+// (introspect/testdata/helpcli).
+var wraptoolBin, fakecli, fakepsql, helpcli string
 
 const (
 	buildTimeout = 5 * time.Minute
@@ -51,11 +53,19 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
 	}
-	fakepsql = filepath.Join(dir, "fakepsql")
-	build = exec.CommandContext(ctx, "go", "build", "-o", fakepsql, "./testdata/fakepsql")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "integration: build fakepsql: %v\n%s", err, out)
-		return 1
+	for _, fx := range []struct {
+		out *string
+		src string
+	}{
+		{&fakepsql, "./testdata/fakepsql"},
+		{&helpcli, "../introspect/testdata/helpcli"},
+	} {
+		*fx.out = filepath.Join(dir, filepath.Base(fx.src))
+		build := exec.CommandContext(ctx, "go", "build", "-o", *fx.out, fx.src)
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: build %s: %v\n%s", fx.src, err, out)
+			return 1
+		}
 	}
 	return m.Run()
 }

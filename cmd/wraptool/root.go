@@ -161,7 +161,10 @@ func (a *app) configPath() (string, error) {
 // mcp.log_level unless the level was pinned on the command line or in the
 // environment.
 func (a *app) loadConfig(ctx context.Context, path string) (*config.Loaded, error) {
-	l, err := config.LoadFile(ctx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensOptional})
+	// The introspection cache (and overrides) type flags as the server
+	// would; cache-only, so validate never runs a tool.
+	l, err := config.LoadFile(ctx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensOptional,
+		Introspect: a.introspection(a.newIntrospector(nil, true))})
 	if err != nil {
 		return nil, err
 	}

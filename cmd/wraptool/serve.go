@@ -61,7 +61,19 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 	if created {
 		log.Info("wrote the starter config; edit it to expose your tools", "path", path)
 	}
-	l, err := a.load(ctx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensCreate})
+	// Introspection runs the tools' help forms, which may take a while
+	// (each bounded by its timeout): a SIGINT or SIGTERM meanwhile ends the
+	// load and stops the server cleanly. The handling stays until wire has
+	// installed the server's own, so no signal finds neither.
+	reaper := runner.NewReaper(log.With("component", "reaper"))
+	introspection := a.introspection(a.newIntrospector(reaper, false))
+	loadCtx, stopLoad := a.signalContext(ctx)
+	defer stopLoad()
+	l, err := a.load(loadCtx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensCreate, Introspect: introspection})
+	if loadCtx.Err() != nil && ctx.Err() == nil {
+		log.Info("stopped", "during", "start-up")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -76,8 +88,9 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 
 	// Install signals and wire: signal handling is in place before the
 	// listener binds, so before /healthz first answers.
-	s := a.wire(path, l)
+	s := a.wire(path, l, reaper, introspection)
 	defer s.signals.Stop()
+	stopLoad()
 	if a.ownsProcess {
 		if err := runner.BecomeSubreaper(); err != nil {
 			log.Warn("cannot become a child subreaper; processes that leave a call's process group are not reaped", "error", err)

@@ -35,10 +35,13 @@ const bound = 15 * time.Second
 // sees them) and its log is captured.
 type inProcess struct {
 	dir, config string
-	sigs        chan<- os.Signal
-	log         *syncBuffer
-	done        chan error
-	url, token  string
+	// sigs is the signal channel serve installed last and has not
+	// removed: during start-up its load's, then the server's own.
+	mu         sync.Mutex
+	sigs       chan<- os.Signal
+	log        *syncBuffer
+	done       chan error
+	url, token string
 }
 
 // serveConfig is a config for dir: a loopback listener on a free port, the
@@ -57,15 +60,30 @@ func serveConfig(dir string, rules ...string) string {
 // on it until the test ends. load, when not nil, replaces the load path
 // (start-up and reloads).
 func startServe(t *testing.T, rules []string, load func(ctx context.Context, path string, o *config.LoadOptions) (*config.Loaded, error)) *inProcess {
+	return startServeWith(t, rules, load, nil)
+}
+
+// startServeWith is startServe; start, when not nil, replaces the wait for
+// the server to serve (a test of start-up itself).
+func startServeWith(t *testing.T, rules []string, load func(ctx context.Context, path string, o *config.LoadOptions) (*config.Loaded, error), start func(*inProcess)) *inProcess {
 	t.Helper()
 	dir := t.TempDir()
 	p := &inProcess{dir: dir, config: filepath.Join(dir, "config.yaml"), log: &syncBuffer{}, done: make(chan error, 1)}
 	writeConfig(t, p.config, serveConfig(dir, rules...))
 	env := map[string]string{"HOME": filepath.Join(dir, "home"), "PATH": os.Getenv("PATH")}
 	a := newApp(func(k string) string { return env[k] }, &bytes.Buffer{}, p.log)
-	sigs := make(chan chan<- os.Signal, 1)
-	a.notify = func(c chan<- os.Signal, _ ...os.Signal) { sigs <- c }
-	a.stopNotify = func(chan<- os.Signal) {}
+	a.notify = func(c chan<- os.Signal, _ ...os.Signal) {
+		p.mu.Lock()
+		p.sigs = c
+		p.mu.Unlock()
+	}
+	a.stopNotify = func(c chan<- os.Signal) {
+		p.mu.Lock()
+		if p.sigs == c {
+			p.sigs = nil
+		}
+		p.mu.Unlock()
+	}
 	if load != nil {
 		a.load = load
 	}
@@ -81,12 +99,9 @@ func startServe(t *testing.T, rules []string, load func(ctx context.Context, pat
 			t.Errorf("serve did not stop within %v of its context's end", bound)
 		}
 	})
-	select {
-	case p.sigs = <-sigs:
-	case err := <-p.done:
-		t.Fatalf("serve ended during start-up: %v\n%s", err, p.log)
-	case <-time.After(bound):
-		t.Fatalf("serve installed no signal handling within %v", bound)
+	if start != nil {
+		start(p)
+		return p
 	}
 	addr := p.waitLog(t, `msg="serving MCP"`, 1)
 	if load == nil {
@@ -127,11 +142,18 @@ func (p *inProcess) waitLog(t *testing.T, substr string, n int) string {
 	}
 }
 
-// signal delivers sig to this server only.
+// signal delivers sig to this server only, on the handling it installed
+// last.
 func (p *inProcess) signal(t *testing.T, sig os.Signal) {
 	t.Helper()
+	p.mu.Lock()
+	c := p.sigs
+	p.mu.Unlock()
+	if c == nil {
+		t.Fatalf("serve has no signal handling installed")
+	}
 	select {
-	case p.sigs <- sig:
+	case c <- sig:
 	case <-time.After(bound):
 		t.Fatalf("serve did not take %v within %v", sig, bound)
 	}
@@ -308,6 +330,30 @@ func TestServeStopsWhileALoadIsBusy(t *testing.T) {
 	if strings.Contains(p.log.String(), `msg="config rejected"`) {
 		t.Errorf("a load ended by the stop was logged as a rejection:\n%s", p.log)
 	}
+}
+
+// Start-up introspection may take a while (each help run bounded by its
+// timeout): a SIGTERM meanwhile ends it and serve returns cleanly.
+func TestServeStopsDuringStartUpIntrospection(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	load := func(ctx context.Context, path string, o *config.LoadOptions) (*config.Loaded, error) {
+		started <- struct{}{}
+		<-ctx.Done() // a slow --help
+		return nil, ctx.Err()
+	}
+	startServeWith(t, []string{"status"}, load, func(p *inProcess) {
+		select {
+		case <-started:
+		case <-time.After(bound):
+			t.Fatalf("the start-up load did not begin")
+		}
+		p.signal(t, syscall.SIGTERM)
+		if err := p.wait(t, 5*time.Second); err != nil {
+			t.Errorf("serve returned %v, want nil after SIGTERM during start-up", err)
+		}
+		p.waitLog(t, `msg=stopped during=start-up`, 1)
+	})
 }
 
 // waitFile waits (bounded) for path to exist.

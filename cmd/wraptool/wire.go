@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	oklogrun "github.com/oklog/run"
@@ -37,7 +39,7 @@ type server struct {
 // messages says, for each, its buffer and what happens when the receiver is
 // busy. The actors follow in pipeline order, except that the policy holder
 // comes first: it publishes the snapshot every other actor reads.
-func (a *app) wire(path string, l *config.Loaded) *server {
+func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introspection config.Introspect) *server {
 	log := a.log
 	var (
 		fileEvents      = make(messages.Doorbell, 1)        // watcher → debouncer
@@ -48,10 +50,7 @@ func (a *app) wire(path string, l *config.Loaded) *server {
 		watchSetChanged = make(messages.Doorbell, 1)        // policy holder → watcher
 		appends         = make(chan messages.AppendRequest) // request-tool handlers → request log
 		// What outlives snapshots: the concurrency slots and the reaper.
-		shared = actors.Shared{
-			Slots:  toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls),
-			Reaper: runner.NewReaper(log.With("component", "reaper")),
-		}
+		shared = actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper}
 	)
 
 	s := &server{reaper: shared.Reaper}
@@ -65,7 +64,8 @@ func (a *app) wire(path string, l *config.Loaded) *server {
 	})
 	s.debouncer = actors.NewDebouncer(actors.DebouncerOptions{FileEvents: fileEvents, FileChanged: fileChanged})
 	s.loader = actors.NewLoader(actors.LoaderOptions{
-		Path: path, Paths: a.configOptions(), Load: a.load, Running: l.Hash, NeedToken: exposedListener(l.Config),
+		Path: path, Paths: a.configOptions(), Introspect: introspection, Load: a.load, Running: l.Hash,
+		NeedToken:   exposedListener(l.Config),
 		FileChanged: fileChanged, ReloadNow: reloadNow, Loaded: loaded, Log: log,
 	})
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
@@ -181,6 +181,28 @@ type hooks struct {
 	stopNotify func(c chan<- os.Signal)
 	// load is the one load path (config.LoadFile).
 	load actors.LoadFunc
+}
+
+// signalContext is ctx, ended also by SIGINT or SIGTERM (through the notify
+// hook); stop removes the handling.
+func (a *app) signalContext(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sigs := make(chan os.Signal, 1)
+	a.notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			a.stopNotify(sigs)
+			cancel()
+		})
+	}
 }
 
 func defaultHooks() hooks {

@@ -16,6 +16,9 @@
 //	stdin               report how many bytes stdin held
 //	waitfor FILE        wait until FILE exists (at most two minutes), print
 //	                    "released" and exit 0: a call the test ends at will
+//
+// Whatever the mode, a last argument --help or -h prints GNU-style help and
+// exits 0, as wraptool's introspection expects of a real tool.
 package main
 
 import (
@@ -33,6 +36,13 @@ import (
 
 func main() {
 	args := os.Args[1:]
+	// Help asked for (wraptool's introspection runs "fakecli sub… --help",
+	// and a seeded help flag runs alone, so it comes last): answer like a
+	// GNU tool, at once, whatever the mode.
+	if n := len(args); n > 0 && (args[n-1] == "--help" || args[n-1] == "-h") {
+		printHelp(args[:n-1])
+		return
+	}
 	mode := ""
 	if len(args) > 0 {
 		mode = args[0]
@@ -137,4 +147,19 @@ func report(args []string) {
 		Env  []string `json:"env"`
 		Cwd  string   `json:"cwd"`
 	}{append([]string{os.Args[0]}, args...), env, wd})
+}
+
+// printHelp prints GNU-style help for the subcommand sub: a description,
+// and flags of each kind introspection tells apart.
+func printHelp(sub []string) {
+	name := strings.Join(append([]string{"fakecli"}, sub...), " ")
+	fmt.Printf(`Usage: %s [OPTION]... [ARG]...
+The fake CLI of wraptool's tests (%s).
+
+  -v, --verbose              say more
+  -m, --message=MSG          use MSG as the message
+      --depth=NUM            limit to NUM commits
+      --color[=WHEN]         colorize the output; WHEN is always, never or auto
+  -h, --help                 display this help and exit
+`, name, name)
 }
