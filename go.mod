@@ -8,6 +8,7 @@ require (
 	github.com/oklog/run v1.2.0
 	github.com/peterbourgon/ff/v4 v4.0.0-alpha.4
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/term v0.48.0
 )
 
 require (
@@ -17,6 +18,6 @@ require (
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )

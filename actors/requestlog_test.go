@@ -141,7 +141,7 @@ func TestRequestLogSubmitRecognisesDuplicates(t *testing.T) {
 				t.Fatalf("first Submit: %v", err)
 			}
 			if tt.decide {
-				if err := requests.Decide(t.Context(), path, first.ID, requests.StatusDenied, "no", false, requestTime); err != nil {
+				if err := requests.Decide(t.Context(), path, first.ID, requests.Decision{Status: requests.StatusDenied, Reason: "no", Applied: false, DecidedBy: "cli"}, requestTime); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -52,7 +52,8 @@ func NewSnapshot(l *config.Loaded, shared Shared, getenv func(string) string) *S
 		shared.Slots.SetLimit(c.MCP.MaxConcurrentCalls)
 	}
 	return &Snapshot{
-		State:    toolset.State{Policy: l.Policy, Helps: l.Helps, Runtimes: rt, Slots: shared.Slots, Reaper: shared.Reaper},
+		State: toolset.State{Policy: l.Policy, Helps: l.Helps, RequestLog: c.MCP.RequestLog, Runtimes: rt,
+			Slots: shared.Slots, Reaper: shared.Reaper},
 		Config:   c,
 		MCPToken: l.MCPToken,
 		Hash:     l.Hash,

@@ -235,7 +235,7 @@ func TestRequestToolPendingLimit(t *testing.T) {
 	refused(askFor("fake", []string{"push"}, nil, "one too many", ""))
 
 	// A decision frees a slot.
-	if err := requests.Decide(t.Context(), path, "req_00000007", requests.StatusDenied, "not needed", false, time.Now()); err != nil {
+	if err := requests.Decide(t.Context(), path, "req_00000007", requests.Decision{Status: requests.StatusDenied, Reason: "not needed", Applied: false, DecidedBy: "cli"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	id := request(t, c, askFor("fake", []string{"push"}, nil, "one too many", ""))

@@ -127,7 +127,7 @@ func TestServeListAndCall(t *testing.T) {
 				}
 			}
 			slices.Sort(names)
-			if want := []string{"fake_pull", "fake_push", "wraptool_discover", "wraptool_request_capability"}; !slices.Equal(names, want) {
+			if want := []string{"fake_pull", "fake_push", "wraptool_discover", "wraptool_request_capability", "wraptool_request_status"}; !slices.Equal(names, want) {
 				t.Errorf("tools = %q, want %q", names, want)
 			}
 

@@ -24,6 +24,9 @@ type State struct {
 	// Helps is what the tools' own help says (what wraptool_discover
 	// lists); nil when nothing is known.
 	Helps policy.Helps
+	// RequestLog is the capability-request log's path, which
+	// wraptool_request_status reads.
+	RequestLog string
 	// Runtimes is keyed by tool key.
 	Runtimes map[string]Runtime
 	// Slots bounds the wrapped-tool children running at once

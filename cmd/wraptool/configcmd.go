@@ -8,6 +8,7 @@ import (
 )
 
 func (a *app) configCommand() *ff.Command {
+	validateFlags := ff.NewFlagSet("validate").SetParent(a.flags)
 	validate := &ff.Command{
 		Name:      "validate",
 		Usage:     "wraptool config validate [PATH]",
@@ -15,8 +16,14 @@ func (a *app) configCommand() *ff.Command {
 		LongHelp: "Loads the config exactly as serve and a reload do (strict keys, defaults,\n" +
 			"every semantic check) and prints the first problem in document order.\n" +
 			"PATH defaults to --config, $WRAPTOOL_CONFIG, then ~/.config/wraptool/config.yaml.",
-		Flags: ff.NewFlagSet("validate").SetParent(a.flags),
-		Exec:  a.validate,
+		Flags: validateFlags,
+		Exec: func(ctx context.Context, args []string) error {
+			rest, err := interspersed(validateFlags, args)
+			if err != nil {
+				return err
+			}
+			return a.validate(ctx, rest)
+		},
 	}
 	return &ff.Command{
 		Name:        "config",

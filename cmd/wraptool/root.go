@@ -16,6 +16,7 @@ import (
 // app holds what every command shares: stdio, the environment, the global
 // flags and, once they are parsed, the logger.
 type app struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 
@@ -45,13 +46,16 @@ type app struct {
 // exec runs the wraptool command line args. It is main without the process:
 // stdio and the environment come in as arguments so tests run it in-process.
 func exec(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return newApp(getenv, stdout, stderr).exec(ctx, args)
+	a := newApp(getenv, stdout, stderr)
+	a.stdin = stdin
+	return a.exec(ctx, args)
 }
 
 // execProcess is exec for main: the app owns the process, so serve also
 // reaps what calls leave behind: every process a call started is gone when it ends.
 func execProcess(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	a := newApp(getenv, stdout, stderr)
+	a.stdin = stdin
 	a.ownsProcess = true
 	return a.exec(ctx, args)
 }
@@ -95,6 +99,7 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 		a.serveCommand(),
 		a.upCommand(),
 		a.configCommand(),
+		a.requestsCommand(),
 		a.versionCommand(),
 	}
 	return a

@@ -86,6 +86,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Snapshots: s.holder, Log: log})
 	mcpServer.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(s.requests.Submit, log))
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
+	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
 	s.registry.Prime()
 	return s
 }

@@ -11,4 +11,11 @@
 // the config file's folder, reads env_files, seeds the help flags and
 // validates, in that order; a *Config it returns is complete and valid. The
 // package keeps no state between calls and is safe for concurrent use.
+//
+// ApplyRequest is the one function that writes an existing config: it
+// splices an approved capability request into the file's own text, so
+// comments and layout survive, and replaces the file atomically. Appliers in
+// any number of processes are serialized by an exclusive flock on the config
+// file; an editor that saves meanwhile makes the apply refuse rather than be
+// overwritten.
 package config

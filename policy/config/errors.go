@@ -69,3 +69,33 @@ func (e *Error) Unwrap() []error {
 	}
 	return []error{ErrInvalid}
 }
+
+// ErrUnknownTool refuses to apply a request for a tool the config does not
+// wrap: which binary runs under a name is the operator's choice, made with
+// `wraptool config add`, never an assistant's.
+var ErrUnknownTool = errors.New("tool is not in the config")
+
+// ErrDeniedSubcommand refuses to apply a request whose subcommand a deny
+// rule covers: deny wins over allow, so the new rule would do nothing, and
+// lifting a deny is an edit the operator makes by hand.
+var ErrDeniedSubcommand = errors.New("subcommand is denied")
+
+// ErrDeniedFlag refuses to add a flag that the rule itself denies (in
+// deny_flags or with deny: true): listing it would change nothing, and
+// approving it must not look as if it did.
+var ErrDeniedFlag = errors.New("flag is denied by the rule")
+
+// ErrInvalidRequest refuses a request that could never be a rule: a flag
+// that is not a flag, a subcommand token outside the allowed set, or no
+// subcommand where the tool has no rule for itself.
+var ErrInvalidRequest = errors.New("invalid request")
+
+// ErrChangedMeanwhile refuses to write a config that changed after the apply
+// read it: writing would silently drop that change. Applying again merges
+// into the new text.
+var ErrChangedMeanwhile = errors.New("config changed while applying")
+
+// ErrUnsupportedLayout refuses to write an edit that, parsed back, does not
+// mean exactly the requested change: the file is written in a way the
+// in-place edit does not handle, and the operator edits it by hand.
+var ErrUnsupportedLayout = errors.New("config layout not supported by apply")

@@ -211,7 +211,13 @@ func (c *Config) OwnFiles() []string {
 // WatchFiles are the files whose changes reload the config, as absolute
 // paths: the config itself, its token files, env files and overrides files.
 func (c *Config) WatchFiles() []string {
-	return absolute(append([]string{c.File}, c.namedFiles()...))
+	files := absolute(append([]string{c.File}, c.namedFiles()...))
+	// A symlinked config is edited where it points (an apply writes
+	// through the link): watch that folder too.
+	if real, err := filepath.EvalSymlinks(files[0]); err == nil && real != files[0] {
+		files = append(files, real)
+	}
+	return files
 }
 
 // namedFiles are the files a load reads besides the config: token files,

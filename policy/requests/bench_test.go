@@ -44,7 +44,7 @@ func BenchmarkSubmitLargeLog(b *testing.B) {
 					if err != nil || s.Existing {
 						b.Fatalf("Submit = %+v, %v; want a new request", s, err)
 					}
-					if err := l.Decide(b.Context(), s.ID, StatusDenied, "", false, t0); err != nil {
+					if err := l.Decide(b.Context(), s.ID, Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 						b.Fatal(err)
 					}
 					i++

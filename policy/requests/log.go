@@ -42,21 +42,24 @@ type Record struct {
 	Rationale  string   `json:"rationale"`
 	Enables    string   `json:"enables"`
 	Status     string   `json:"status"`
-	// DecidedAt, Reason and Applied are set once decided.
+	// DecidedAt, Reason, Applied and DecidedBy are set once decided.
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	Reason    *string    `json:"reason,omitempty"`
 	Applied   *bool      `json:"applied,omitempty"`
+	DecidedBy string     `json:"decided_by,omitempty"`
 }
 
 // A request line is a pending Record, whose unset decision fields are left
 // out; decisionLine always carries every field (id, status,
-// decided_at, reason, applied), so readers never guess a default.
+// decided_at, reason, applied, decided_by), so readers never guess a
+// default.
 type decisionLine struct {
 	ID        string    `json:"id"`
 	Status    string    `json:"status"`
 	DecidedAt time.Time `json:"decided_at"`
 	Reason    string    `json:"reason"`
 	Applied   bool      `json:"applied"`
+	DecidedBy string    `json:"decided_by"`
 }
 
 // line is any log line as read: a request or a decision.
@@ -72,6 +75,7 @@ type line struct {
 	DecidedAt  *time.Time `json:"decided_at,omitempty"`
 	Reason     *string    `json:"reason,omitempty"`
 	Applied    *bool      `json:"applied,omitempty"`
+	DecidedBy  string     `json:"decided_by,omitempty"`
 }
 
 // Request is what the assistant asks for.
@@ -216,7 +220,7 @@ func (f *folder) add(rl jsonl.Line) {
 			return
 		}
 		rec := f.byID[l.ID]
-		rec.Status, rec.DecidedAt, rec.Reason, rec.Applied = l.Status, l.DecidedAt, l.Reason, l.Applied
+		rec.Status, rec.DecidedAt, rec.Reason, rec.Applied, rec.DecidedBy = l.Status, l.DecidedAt, l.Reason, l.Applied, l.DecidedBy
 		if rec.Applied == nil {
 			no := false
 			rec.Applied = &no
@@ -283,9 +287,27 @@ func Submit(ctx context.Context, path string, req Request, now time.Time) (Submi
 // Decide records a decision in the log at path, as Open(path).Decide does.
 // It reads the whole file; the CLI and the admin UI decide too rarely to
 // keep a Log.
-func Decide(ctx context.Context, path, id, status, reason string, applied bool, now time.Time) error {
-	return Open(path).Decide(ctx, id, status, reason, applied, now)
+func Decide(ctx context.Context, path, id string, d Decision, now time.Time) error {
+	return Open(path).Decide(ctx, id, d, now)
 }
+
+// Decision is an operator's answer to a request, as its decision line
+// records it.
+type Decision struct {
+	// Status is StatusApproved or StatusDenied.
+	Status string
+	// Reason is the operator's word to the assistant (it reads it back
+	// with wraptool_request_status); may be empty.
+	Reason string
+	// Applied is true when the capability was merged into the config.
+	Applied bool
+	// DecidedBy names who decided: DecidedByCLI, "watch", "admin" or
+	// "client". Required.
+	DecidedBy string
+}
+
+// DecidedByCLI marks a decision made with `wraptool requests approve|deny`.
+const DecidedByCLI = "cli"
 
 // Log is a writer of the log at one path that remembers what it has folded,
 // so that each call reads only what was appended since its last one (by it
@@ -386,9 +408,12 @@ func (l *Log) Submit(ctx context.Context, req Request, now time.Time) (Submitted
 // two operators (the CLI and the web UI) cannot both decide one request.
 // Lines it skips are reported by the next Submit. It waits for the lock as
 // Submit does.
-func (l *Log) Decide(ctx context.Context, id, status, reason string, applied bool, now time.Time) error {
-	if status != StatusApproved && status != StatusDenied {
-		return fmt.Errorf("decide %s: status %q is not approved or denied", id, status)
+func (l *Log) Decide(ctx context.Context, id string, d Decision, now time.Time) error {
+	if d.Status != StatusApproved && d.Status != StatusDenied {
+		return fmt.Errorf("decide %s: status %q is not approved or denied", id, d.Status)
+	}
+	if d.DecidedBy == "" {
+		return fmt.Errorf("decide %s: who decides is not said", id)
 	}
 	release, err := l.take(ctx)
 	if err != nil {
@@ -402,7 +427,8 @@ func (l *Log) Decide(ctx context.Context, id, status, reason string, applied boo
 		case was != StatusPending:
 			return fmt.Errorf("%w: %s is %s", ErrDecided, id, was)
 		}
-		return l.append(f, decisionLine{ID: id, Status: status, DecidedAt: now.UTC().Truncate(time.Millisecond), Reason: reason, Applied: applied})
+		return l.append(f, decisionLine{ID: id, Status: d.Status, DecidedAt: now.UTC().Truncate(time.Millisecond),
+			Reason: d.Reason, Applied: d.Applied, DecidedBy: d.DecidedBy})
 	})
 }
 

@@ -72,7 +72,7 @@ func TestWritesKeepHTMLCharactersRaw(t *testing.T) {
 		{"a decision keeps them raw in its reason",
 			func(t *testing.T, path string) {
 				s := submit(t, path, Request{Tool: "git", Subcommand: []string{}, Rationale: "why"})
-				if err := Decide(t.Context(), path, s.ID, StatusDenied, raw, false, t0); err != nil {
+				if err := Decide(t.Context(), path, s.ID, Decision{Status: StatusDenied, Reason: raw, Applied: false, DecidedBy: "cli"}, t0); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -115,7 +115,7 @@ func TestWritesOfHTMLCharactersStaySmall(t *testing.T) {
 	path := logPath(t)
 	rationale := strings.Repeat("<>", 2048)
 	s := submit(t, path, Request{Tool: "git", Subcommand: []string{"push"}, Rationale: rationale})
-	if err := Decide(t.Context(), path, s.ID, StatusDenied, rationale, false, t0); err != nil {
+	if err := Decide(t.Context(), path, s.ID, Decision{Status: StatusDenied, Reason: rationale, Applied: false, DecidedBy: "cli"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	size, limit := len(readFile(t, path)), 2*len(rationale)*11/10
@@ -173,7 +173,7 @@ func TestLogReadsOnlyWhatWasAppended(t *testing.T) {
 			}},
 		{"a decision by another process frees its request",
 			func(t *testing.T) {
-				if err := Decide(t.Context(), path, ids[0], StatusDenied, "no", false, t0); err != nil {
+				if err := Decide(t.Context(), path, ids[0], Decision{Status: StatusDenied, Reason: "no", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -191,18 +191,18 @@ func TestLogReadsOnlyWhatWasAppended(t *testing.T) {
 			}},
 		{"a decision by another writer makes Decide refuse",
 			func(t *testing.T) {
-				if err := other.Decide(t.Context(), ids[1], StatusApproved, "ok", true, t0); err != nil {
+				if err := other.Decide(t.Context(), ids[1], Decision{Status: StatusApproved, Reason: "ok", Applied: true, DecidedBy: "cli"}, t0); err != nil {
 					t.Fatal(err)
 				}
 			},
 			func(t *testing.T) {
-				if err := l.Decide(t.Context(), ids[1], StatusDenied, "no", false, t0); !errors.Is(err, ErrDecided) {
+				if err := l.Decide(t.Context(), ids[1], Decision{Status: StatusDenied, Reason: "no", Applied: false, DecidedBy: "cli"}, t0); !errors.Is(err, ErrDecided) {
 					t.Errorf("Decide of a decided request: err %v, want ErrDecided", err)
 				}
 			}},
 		{"a decision reads only what was appended", nil,
 			func(t *testing.T) {
-				if err := l.Decide(t.Context(), ids[2], StatusApproved, "ok", true, t0); err != nil {
+				if err := l.Decide(t.Context(), ids[2], Decision{Status: StatusApproved, Reason: "ok", Applied: true, DecidedBy: "cli"}, t0); err != nil {
 					t.Errorf("Decide: %v", err)
 				}
 			}},
@@ -232,7 +232,7 @@ func TestLogSeesASlotFreedByAnotherProcess(t *testing.T) {
 		t.Fatalf("Submit with %d pending: err %v, want ErrPendingLimit", MaxPending, err)
 	}
 	size, read := fileSize(t, path), l.bytesRead
-	if err := Decide(t.Context(), path, ids[0], StatusDenied, "no", false, t0); err != nil {
+	if err := Decide(t.Context(), path, ids[0], Decision{Status: StatusDenied, Reason: "no", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := l.Submit(t.Context(), fresh, t0); err != nil || s.Existing {
@@ -312,14 +312,14 @@ func TestLogRebuildsWhenTheFileIsReplaced(t *testing.T) {
 			if s := logSubmit(t, l, again); s.Existing || s.ID == old.ID {
 				t.Errorf("Submit of a request the new file lacks = %+v, want a new id other than %s", s, old.ID)
 			}
-			if err := l.Decide(t.Context(), old.ID, StatusDenied, "", false, t0); !errors.Is(err, ErrUnknownID) {
+			if err := l.Decide(t.Context(), old.ID, Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0); !errors.Is(err, ErrUnknownID) {
 				t.Errorf("Decide of a request only the old file held: err %v, want ErrUnknownID", err)
 			}
 			if tc.content {
 				if s := logSubmit(t, l, Request{Tool: "tool3", Subcommand: []string{}, Rationale: "again"}); !s.Existing || s.ID != "req_00000003" {
 					t.Errorf("Submit of a request pending in the new file = %+v, want Existing with id req_00000003", s)
 				}
-				if err := l.Decide(t.Context(), "req_00000005", StatusDenied, "", false, t0); err != nil {
+				if err := l.Decide(t.Context(), "req_00000005", Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 					t.Errorf("Decide of a request in the new file: %v", err)
 				}
 			}
@@ -389,7 +389,7 @@ func TestLogRepairsATornLineOnce(t *testing.T) {
 			if s := logSubmit(t, l, second); !s.Existing || s.ID != id {
 				t.Errorf("Submit of the second request again = %+v, want Existing with id %s", s, id)
 			}
-			if err := l.Decide(t.Context(), first.ID, StatusApproved, "", true, t0); err != nil {
+			if err := l.Decide(t.Context(), first.ID, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0); err != nil {
 				t.Errorf("Decide of the first request: %v", err)
 			}
 		})
@@ -404,7 +404,7 @@ func TestLogSeesALastLineWithoutItsNewline(t *testing.T) {
 	l := Open(path)
 	s := logSubmit(t, l, Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "why"})
 	appendRaw(t, path, `{"id":"`+s.ID+`","status":"denied","decided_at":"2025-01-01T00:00:00Z","reason":"by hand","applied":false}`)
-	if err := l.Decide(t.Context(), s.ID, StatusApproved, "", true, t0); !errors.Is(err, ErrDecided) {
+	if err := l.Decide(t.Context(), s.ID, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0); !errors.Is(err, ErrDecided) {
 		t.Errorf("Decide of a request denied on the last line: err %v, want ErrDecided", err)
 	}
 	recs, warns, err := Read(path)
@@ -429,10 +429,10 @@ func TestLogRebuildsForAnotherInodeThatLooksTheSame(t *testing.T) {
 	if err := os.Rename(path+".new", path); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Decide(t.Context(), first.ID, StatusDenied, "", false, t0); !errors.Is(err, ErrUnknownID) {
+	if err := l.Decide(t.Context(), first.ID, Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0); !errors.Is(err, ErrUnknownID) {
 		t.Errorf("Decide of a request only the old file held: err %v, want ErrUnknownID", err)
 	}
-	if err := l.Decide(t.Context(), other, StatusDenied, "", false, t0); err != nil {
+	if err := l.Decide(t.Context(), other, Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 		t.Errorf("Decide of a request in the new file: %v", err)
 	}
 }
@@ -456,7 +456,7 @@ func TestLogRebuildsAFileCutWithinItsLastLine(t *testing.T) {
 	if want := []Warning{{2, "not a complete JSON object"}}; !slices.Equal(s.Warnings, want) {
 		t.Errorf("warnings %v, want %v", s.Warnings, want)
 	}
-	if err := l.Decide(t.Context(), first.ID, StatusApproved, "", true, t0); err != nil {
+	if err := l.Decide(t.Context(), first.ID, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0); err != nil {
 		t.Errorf("Decide of the first request: %v", err)
 	}
 }

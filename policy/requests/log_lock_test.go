@@ -55,7 +55,7 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 			}, false},
 		{"Log.Decide returns when its context ends",
 			func(ctx context.Context, l *Log, _, held string) error {
-				return l.Decide(ctx, held, StatusApproved, "", true, t0)
+				return l.Decide(ctx, held, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0)
 			}, false},
 		{"the package-level Submit returns when its context ends",
 			func(ctx context.Context, _ *Log, path, _ string) error {
@@ -64,7 +64,7 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 			}, false},
 		{"the package-level Decide returns when its context ends",
 			func(ctx context.Context, _ *Log, path, held string) error {
-				return Decide(ctx, path, held, StatusDenied, "", false, t0)
+				return Decide(ctx, path, held, Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0)
 			}, false},
 		{"a Log.Submit queued behind another call on the same Log returns when its context ends",
 			func(ctx context.Context, l *Log, _, _ string) error {
@@ -122,7 +122,7 @@ func TestWritersGiveUpOnALockHeldTooLong(t *testing.T) {
 			return err
 		}},
 		{"Log.Decide gives up", func(l *Log, held string) error {
-			return l.Decide(context.Background(), held, StatusApproved, "", true, t0)
+			return l.Decide(context.Background(), held, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0)
 		}},
 	}
 	for _, tc := range cases {

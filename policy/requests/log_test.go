@@ -260,7 +260,7 @@ func TestSubmitAfterADecisionFilesANewRequest(t *testing.T) {
 			path := logPath(t)
 			req := Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}, Rationale: "why"}
 			first := submit(t, path, req)
-			if err := Decide(t.Context(), path, first.ID, status, "", false, t0); err != nil {
+			if err := Decide(t.Context(), path, first.ID, Decision{Status: status, Reason: "", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 				t.Fatal(err)
 			}
 			second := submit(t, path, req)
@@ -319,7 +319,7 @@ func TestSubmitPendingLimit(t *testing.T) {
 		t.Errorf("an identical pending request at the limit: %+v, %v; want Existing with id %s", dup, err, ids[7])
 	}
 
-	if err := Decide(t.Context(), path, ids[0], StatusDenied, "no", false, t0); err != nil {
+	if err := Decide(t.Context(), path, ids[0], Decision{Status: StatusDenied, Reason: "no", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Submit(t.Context(), path, fresh, t0)
@@ -349,7 +349,7 @@ func TestDecideWritesADecisionLine(t *testing.T) {
 			path := logPath(t)
 			s := submit(t, path, Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "why"})
 			decided := t0.Add(time.Hour)
-			if err := Decide(t.Context(), path, s.ID, tc.status, tc.reason, tc.applied, decided); err != nil {
+			if err := Decide(t.Context(), path, s.ID, Decision{Status: tc.status, Reason: tc.reason, Applied: tc.applied, DecidedBy: "cli"}, decided); err != nil {
 				t.Fatal(err)
 			}
 			ls := lines(t, readFile(t, path))
@@ -357,7 +357,7 @@ func TestDecideWritesADecisionLine(t *testing.T) {
 				t.Fatalf("the log has %d lines, want 2", len(ls))
 			}
 			m := object(t, ls[1])
-			wantKeys := []string{"applied", "decided_at", "id", "reason", "status"}
+			wantKeys := []string{"applied", "decided_at", "decided_by", "id", "reason", "status"}
 			if got := keys(m); !slices.Equal(got, wantKeys) {
 				t.Fatalf("fields %q, want exactly %q", got, wantKeys)
 			}
@@ -408,7 +408,7 @@ func TestDecideRefuses(t *testing.T) {
 				id = s.ID
 			}
 			before := readFile(t, path)
-			err := Decide(t.Context(), path, id, tc.status, "r", true, t0)
+			err := Decide(t.Context(), path, id, Decision{Status: tc.status, Reason: "r", Applied: true, DecidedBy: "cli"}, t0)
 			if err == nil {
 				t.Fatal("Decide succeeded, want an error")
 			}
@@ -422,7 +422,7 @@ func TestDecideRefuses(t *testing.T) {
 	}
 	t.Run("a decision on a missing log is ErrUnknownID", func(t *testing.T) {
 		t.Parallel()
-		if err := Decide(t.Context(), logPath(t), "req_00000000", StatusApproved, "", false, t0); !errors.Is(err, ErrUnknownID) {
+		if err := Decide(t.Context(), logPath(t), "req_00000000", Decision{Status: StatusApproved, Reason: "", Applied: false, DecidedBy: "cli"}, t0); !errors.Is(err, ErrUnknownID) {
 			t.Errorf("err %v, want ErrUnknownID", err)
 		}
 	})
@@ -489,7 +489,7 @@ func TestSubmitRepairsATornLine(t *testing.T) {
 		{"Decide ends a torn decision line before its own",
 			`{"id":"req_deadbeef","status":"appr`,
 			func(t *testing.T, path, id string) {
-				if err := Decide(t.Context(), path, id, StatusApproved, "", true, t0); err != nil {
+				if err := Decide(t.Context(), path, id, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -786,11 +786,11 @@ func TestDecideRefusesADecidedRequest(t *testing.T) {
 	t.Parallel()
 	path := logPath(t)
 	s := submit(t, path, Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "why"})
-	if err := Decide(t.Context(), path, s.ID, StatusDenied, "no", false, t0); err != nil {
+	if err := Decide(t.Context(), path, s.ID, Decision{Status: StatusDenied, Reason: "no", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 		t.Fatal(err)
 	}
 	before := readFile(t, path)
-	err := Decide(t.Context(), path, s.ID, StatusApproved, "", true, t0)
+	err := Decide(t.Context(), path, s.ID, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0)
 	if !errors.Is(err, ErrDecided) {
 		t.Errorf("second decision: error %v, want ErrDecided", err)
 	}

@@ -1,0 +1,457 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/peterbourgon/ff/v4"
+	"golang.org/x/term"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// tableWidth is the terminal width the requests table is made to fit; the
+// rationale is cut to fit it (--json carries it whole), the flags never are.
+const tableWidth = 80
+
+func (a *app) requestsCommand() *ff.Command {
+	var (
+		status     string
+		asJSON     bool
+		apply, yes bool
+		unlistedOK bool
+		reason     string
+	)
+	listFlags := ff.NewFlagSet("list").SetParent(a.flags)
+	listFlags.StringVar(&status, 0, "status", "pending", "pending, approved, denied or all")
+	listFlags.BoolVar(&asJSON, 0, "json", "one JSON object per line: each request folded with its decision")
+	approveFlags := ff.NewFlagSet("approve").SetParent(a.flags)
+	approveFlags.BoolVar(&apply, 0, "apply", "also merge the capability into the config (it hot-reloads)")
+	approveFlags.BoolVar(&yes, 0, "yes", "do not ask for confirmation")
+	approveFlags.BoolVar(&unlistedOK, 0, "unlisted-ok", "approve flags the subcommand's help does not list, spelled exactly")
+	denyFlags := ff.NewFlagSet("deny").SetParent(a.flags)
+	denyFlags.StringVar(&reason, 0, "reason", "", "why, for the assistant (it reads it back with wraptool_request_status)")
+
+	list := &ff.Command{
+		Name: "list", Usage: "wraptool requests list [--status pending|approved|denied|all] [--json]",
+		ShortHelp: "list capability requests (pending by default)",
+		Flags:     listFlags,
+		Exec: func(ctx context.Context, args []string) error {
+			rest, err := interspersed(listFlags, args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return usageErrorf("requests list takes no arguments, got %q", rest[0])
+			}
+			return a.listRequests(ctx, status, asJSON)
+		},
+	}
+	approve := &ff.Command{
+		Name: "approve", Usage: "wraptool requests approve ID [--apply] [--yes] [--unlisted-ok]",
+		ShortHelp: "approve a request, and with --apply merge it into the config",
+		LongHelp: "Prints what approving grants (the rule as it will stand: every flag with its help line,\n" +
+			"the positional limit), asks approve? [y/N] when stdin is a terminal (unless --yes), then\n" +
+			"records the decision. Flags may come before or after the ID.",
+		Flags: approveFlags,
+		Exec: func(ctx context.Context, args []string) error {
+			id, err := oneID("approve", approveFlags, args)
+			if err != nil {
+				return err
+			}
+			return a.approve(ctx, id, apply, yes, unlistedOK)
+		},
+	}
+	deny := &ff.Command{
+		Name: "deny", Usage: "wraptool requests deny ID [--reason TEXT]",
+		ShortHelp: "deny a request; the reason is for the assistant",
+		Flags:     denyFlags,
+		Exec: func(ctx context.Context, args []string) error {
+			id, err := oneID("deny", denyFlags, args)
+			if err != nil {
+				return err
+			}
+			return a.deny(ctx, id, reason)
+		},
+	}
+	return &ff.Command{
+		Name:        "requests",
+		Usage:       "wraptool requests SUBCOMMAND",
+		ShortHelp:   "review the assistant's capability requests",
+		Flags:       ff.NewFlagSet("requests").SetParent(a.flags),
+		Subcommands: []*ff.Command{list, approve, deny},
+		Exec:        unknownCommand,
+	}
+}
+
+// interspersed sets the flags found among args, which ff leaves unparsed
+// once it meets the first positional argument, and returns the positional
+// arguments: so `approve ID --apply` means `approve --apply ID`. A flag
+// takes the next argument as its value unless it is a switch (ff gives a
+// switch no placeholder) or is written --flag=value; "--" ends the flags.
+func interspersed(fs *ff.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			return append(rest, args[i+1:]...), nil
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			rest = append(rest, arg)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		f, ok := fs.GetFlag(name)
+		if !ok {
+			return nil, usageErrorf("%s: unknown flag %q", fs.GetName(), name)
+		}
+		switch {
+		case hasValue:
+		case f.GetPlaceholder() == "":
+			value = "true"
+		case i+1 < len(args):
+			i++
+			value = args[i]
+		default:
+			return nil, usageErrorf("%s: flag --%s needs a value", fs.GetName(), name)
+		}
+		if err := f.SetValue(value); err != nil {
+			return nil, usageErrorf("%s: --%s: %v", fs.GetName(), name, err)
+		}
+	}
+	return rest, nil
+}
+
+// oneID returns the one request id among args.
+func oneID(cmd string, fs *ff.FlagSet, args []string) (string, error) {
+	rest, err := interspersed(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(rest) != 1 {
+		return "", usageErrorf("requests %s takes one request ID, got %d arguments", cmd, len(rest))
+	}
+	return rest[0], nil
+}
+
+// operator is what every requests command works with: the config (for the
+// log's path, --apply, and the help the introspection cache holds) and the
+// folded log.
+type operator struct {
+	path   string
+	loaded *config.Loaded
+	recs   []*requests.Record
+}
+
+func (a *app) operator(ctx context.Context) (*operator, error) {
+	path, err := a.configPath()
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.loadConfig(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	recs, warns, err := requests.Read(l.Config.MCP.RequestLog)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warns {
+		fmt.Fprintf(a.stderr, "warning: %s: skipped %s\n", l.Config.MCP.RequestLog, w)
+	}
+	return &operator{path: path, loaded: l, recs: recs}, nil
+}
+
+// pending finds a request that can still be decided.
+func (o *operator) pending(id string) (*requests.Record, error) {
+	i := slices.IndexFunc(o.recs, func(r *requests.Record) bool { return r.ID == id })
+	switch {
+	case i < 0:
+		return nil, fmt.Errorf("no request has the id %s (see wraptool requests list --status all)", requests.Token(id))
+	case o.recs[i].Status != requests.StatusPending:
+		return nil, fmt.Errorf("%s is already %s", id, o.recs[i].Status)
+	}
+	return o.recs[i], nil
+}
+
+func (a *app) listRequests(ctx context.Context, status string, asJSON bool) error {
+	switch status {
+	case "pending", "approved", "denied", "all":
+	default:
+		return usageErrorf("requests list: --status %q: want pending, approved, denied or all", status)
+	}
+	o, err := a.operator(ctx)
+	if err != nil {
+		return err
+	}
+	var shown []*requests.Record
+	for _, r := range o.recs {
+		if status == "all" || r.Status == status {
+			shown = append(shown, r)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetEscapeHTML(false)
+		for _, r := range shown {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(shown) == 0 {
+		_, err := fmt.Fprintf(a.stdout, "no %s requests\n", strings.TrimPrefix(status, "all"))
+		return err
+	}
+	rows := [][]string{{"ID", "AGE", "STATUS", "TOOL", "SUBCOMMAND", "FLAGS", "RATIONALE"}}
+	for _, r := range shown {
+		rows = append(rows, []string{requests.Token(r.ID), age(r.CreatedAt), r.Status, requests.Token(r.Tool),
+			subcommandText(r.Subcommand), o.flagsText(r), requests.Text(r.Rationale)})
+	}
+	// The rationale gets what the other columns leave of the width.
+	used := 0
+	for col := 0; col < len(rows[0])-1; col++ {
+		wide := 0
+		for _, row := range rows {
+			wide = max(wide, utf8.RuneCountInString(row[col]))
+		}
+		used += wide + 2
+	}
+	room := max(tableWidth-used, 8)
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	for _, row := range rows {
+		row[len(row)-1] = ellipsis(row[len(row)-1], room)
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+// flagsText renders a request's flags, each one its subcommand's help does
+// not list marked "(NOT IN 'git push --help')".
+func (o *operator) flagsText(r *requests.Record) string {
+	var out []string
+	for _, f := range r.Flags {
+		s := requests.Token(f)
+		if o.unlisted(r, f) {
+			s += " " + notIn(r)
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+// unlisted reports whether flag is not found, spelled exactly, in the help
+// of the request's subcommand, when introspection has that help: git and
+// other getopt tools accept unambiguous prefixes, so --rece would be
+// --receive-pack.
+func (o *operator) unlisted(r *requests.Record, flag string) bool {
+	h := o.loaded.Helps
+	if h == nil || len(r.Subcommand) == 0 {
+		return false
+	}
+	if _, known := h.Subcommands(r.Tool, r.Subcommand); !known {
+		return false
+	}
+	_, listed := h.Flag(r.Tool, r.Subcommand, flag)
+	return !listed
+}
+
+func notIn(r *requests.Record) string {
+	return "(NOT IN '" + requests.Token(r.Tool) + " " + strings.Join(tokens(r.Subcommand), " ") + " --help')"
+}
+
+func tokens(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = requests.Token(s)
+	}
+	return out
+}
+
+func subcommandText(sub []string) string {
+	if len(sub) == 0 {
+		return "<ANY SUBCOMMAND>"
+	}
+	return strings.Join(tokens(sub), " ")
+}
+
+func (a *app) approve(ctx context.Context, id string, apply, yes, unlistedOK bool) error {
+	o, err := a.operator(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := o.pending(id)
+	if err != nil {
+		return err
+	}
+	c := o.loaded.Config
+	tool := c.Tools[r.Tool]
+	if len(r.Subcommand) == 0 && (tool == nil || !slices.ContainsFunc(tool.Allow, func(a *policy.AllowRule) bool { return len(a.Subcommand) == 0 })) {
+		return fmt.Errorf("%s asks for %s <ANY SUBCOMMAND>: that can be approved only where the tool already has a bare rule (subcommand: [])",
+			id, requests.Token(r.Tool))
+	}
+	var unlisted []string
+	for _, f := range r.Flags {
+		if o.unlisted(r, f) {
+			unlisted = append(unlisted, f)
+		}
+	}
+	a.printRequest(r)
+	effect, previewErr := a.effect(o, r)
+	fmt.Fprint(a.stdout, effect)
+	if previewErr != nil && apply {
+		return fmt.Errorf("not applied, %s stays pending: %w", id, previewErr)
+	}
+	if len(unlisted) > 0 && !unlistedOK {
+		return fmt.Errorf("not approved, %s stays pending: %s %s: the help does not list it, and git and other getopt tools accept "+
+			"unambiguous prefixes, so it could stand for another flag; approve with --unlisted-ok if you are sure",
+			id, requests.Flags(unlisted), notIn(r))
+	}
+	if !yes && a.interactive() {
+		fmt.Fprint(a.stdout, "approve? [y/N] ")
+		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return fmt.Errorf("not approved: %s stays pending", id)
+		}
+	}
+	if apply {
+		applied, err := config.ApplyRequest(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
+		if err != nil {
+			return fmt.Errorf("not applied, %s stays pending: %w", id, err)
+		}
+		fmt.Fprintln(a.stdout, applied)
+	}
+	// The decision is written only after the config write succeeded.
+	d := requests.Decision{Status: requests.StatusApproved, Applied: apply, DecidedBy: requests.DecidedByCLI}
+	if err := requests.Decide(ctx, c.MCP.RequestLog, id, d, time.Now()); err != nil {
+		if apply {
+			return fmt.Errorf("the config was changed, but the decision could not be recorded (%w); run: wraptool requests approve %s", err, id)
+		}
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "approved %s\n", id)
+	return err
+}
+
+func (a *app) deny(ctx context.Context, id, reason string) error {
+	o, err := a.operator(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := o.pending(id); err != nil {
+		return err
+	}
+	d := requests.Decision{Status: requests.StatusDenied, Reason: reason, DecidedBy: requests.DecidedByCLI}
+	if err := requests.Decide(ctx, o.loaded.Config.MCP.RequestLog, id, d, time.Now()); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "denied %s\n", id)
+	return err
+}
+
+// printRequest shows what the assistant asked, escaped: it cannot repaint
+// the screen or pass for another request.
+func (a *app) printRequest(r *requests.Record) {
+	fmt.Fprintf(a.stdout, "Request %s, filed %s ago:\n", requests.Token(r.ID), age(r.CreatedAt))
+	fmt.Fprintf(a.stdout, "  asks for:  %s %s %s\n", requests.Token(r.Tool), subcommandText(r.Subcommand), requests.Flags(r.Flags))
+	fmt.Fprintf(a.stdout, "  rationale: %s\n", requests.Text(r.Rationale))
+	if r.Enables != "" {
+		fmt.Fprintf(a.stdout, "  enables:   %s\n", requests.Text(r.Enables))
+	}
+}
+
+// effect renders what approving grants: the rule as it will stand after the
+// merge, every flag with its help line and "takes any value" where it takes
+// one, and the positional limit. err says why the merge could not be made
+// (then --apply is refused).
+func (a *app) effect(o *operator, r *requests.Record) (string, error) {
+	var b strings.Builder
+	command := requests.Token(r.Tool) + " " + subcommandText(r.Subcommand)
+	rule, _, err := config.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
+	if err != nil {
+		fmt.Fprintf(&b, "\nApproving records the decision; the capability cannot be merged into the config: %v\n", err)
+		fmt.Fprintf(&b, "It asks for: %s %s\n", command, requests.Flags(r.Flags))
+		return b.String(), err
+	}
+	fmt.Fprintf(&b, "\nApproving grants %s, as the rule will stand:\n", command)
+	h := o.loaded.Helps
+	for _, f := range rule.Flags {
+		line := "  " + requests.Token(f)
+		typ, _ := policy.TypeOf(rule.FlagConstraints[f], h, r.Tool, r.Subcommand, f)
+		c := rule.FlagConstraints[f]
+		switch {
+		case typ == policy.TypeBoolean:
+			line += "  a switch"
+		case c != nil && (c.Pattern != "" || c.Min != nil || c.Max != nil):
+			line += "  takes a value (constrained)"
+		default:
+			line += "  takes any value"
+		}
+		if h != nil {
+			if fh, ok := h.Flag(r.Tool, r.Subcommand, f); ok && fh.Description != "" {
+				line += "  — " + requests.Text(fh.Description)
+			}
+		}
+		if slices.Contains(r.Flags, f) && o.unlisted(r, f) {
+			line += "  " + notIn(r)
+		}
+		fmt.Fprintln(&b, line)
+	}
+	if len(rule.Flags) == 0 {
+		fmt.Fprintln(&b, "  (no flags)")
+	}
+	switch n := rule.ArgConstraints.PositionalMax; {
+	case n != nil && *n == 0:
+		fmt.Fprintln(&b, "  positional arguments: none (positional_max: 0; widen it by hand)")
+	case n != nil:
+		fmt.Fprintf(&b, "  positional arguments: at most %d\n", *n)
+	default:
+		fmt.Fprintln(&b, "  positional arguments: any number, as they are")
+	}
+	if pats := rule.ArgConstraints.Expressions(); len(pats) > 0 {
+		fmt.Fprintf(&b, "  positional patterns: %s\n", strings.Join(tokens(pats), ", "))
+	}
+	fmt.Fprintln(&b, "  plus -h and --help, each run alone")
+	return b.String(), nil
+}
+
+// interactive reports whether a person can answer a prompt: stdin is a
+// terminal.
+func (a *app) interactive() bool {
+	f, ok := a.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// age is how long ago t was, in one unit: 45s, 3m, 2h, 5d.
+func age(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
+
+// ellipsis cuts s to n characters, marking the cut.
+func ellipsis(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
