@@ -18,6 +18,8 @@ type Snapshot struct {
 	Config *config.Config
 	// MCPToken is the bearer token MCP clients must send; "" for none.
 	MCPToken string
+	// AdminToken is the review UI's token; "" when the config names none.
+	AdminToken string
 	// Hash identifies every byte the load read (see config.Loaded).
 	Hash string
 }
@@ -54,9 +56,10 @@ func NewSnapshot(l *config.Loaded, shared Shared, getenv func(string) string) *S
 	return &Snapshot{
 		State: toolset.State{Policy: l.Policy, Helps: l.Helps, RequestLog: c.MCP.RequestLog, Runtimes: rt,
 			Slots: shared.Slots, Reaper: shared.Reaper},
-		Config:   c,
-		MCPToken: l.MCPToken,
-		Hash:     l.Hash,
+		Config:     c,
+		MCPToken:   l.MCPToken,
+		AdminToken: l.AdminToken,
+		Hash:       l.Hash,
 	}
 }
 

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -206,4 +207,32 @@ func TestUpPrintsClientSetup(t *testing.T) {
 		t.Fatalf("connect with the printed set-up: %v", err)
 	}
 	session.Close()
+}
+
+// With admin.listen, up prints the review UI's address (its own host name,
+// derived from the admin token) and serve logs it; the admin token never
+// reaches the log.
+func TestUpPrintsTheReviewUI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	adminPort := freePort(t)
+	cfg := fmt.Sprintf("mcp:\n  listen: 127.0.0.1:%d\n  auth_token_file: %s\n  request_log: %s\nadmin:\n  listen: 127.0.0.1:%d\n  auth_token_file: %s\n",
+		freePort(t), filepath.Join(dir, "mcp-token"), filepath.Join(dir, "requests.jsonl"), adminPort, filepath.Join(dir, "admin-token"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, _ := startWraptool(t, []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}, "--config", cfgPath, "up")
+	tok, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("wraptool-admin:" + strings.TrimSpace(string(tok))))
+	want := fmt.Sprintf("http://w-%x.localhost:%d/", sum[:8], adminPort)
+	if !strings.Contains(stdout.String(), "Review the assistant's requests at "+want) {
+		t.Errorf("stdout lacks the review UI %s:\n%s", want, stdout)
+	}
+	if !strings.Contains(stderr.String(), "url="+want) || strings.Contains(stderr.String(), strings.TrimSpace(string(tok))) {
+		t.Errorf("the log lacks the UI's URL or carries the admin token:\n%s", stderr)
+	}
 }

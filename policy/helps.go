@@ -37,3 +37,19 @@ type FlagHelp struct {
 	// Description is the help line's text, one line; "" when none.
 	Description string
 }
+
+// Unlisted reports whether flag is not found, spelled exactly, in the help
+// of tool's subcommand sub, when that help is known (helps not nil, sub not
+// empty and its help learned). Git and other getopt tools accept
+// unambiguous prefixes, so a requested --rece would be --receive-pack: an
+// approval must see that the flag is not one the help names.
+func Unlisted(helps Helps, tool string, sub []string, flag string) bool {
+	if helps == nil || len(sub) == 0 {
+		return false
+	}
+	if _, known := helps.Subcommands(tool, sub); !known {
+		return false
+	}
+	_, listed := helps.Flag(tool, sub, flag)
+	return !listed
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -217,8 +216,8 @@ func (a *app) listRequests(ctx context.Context, status string, asJSON bool) erro
 	}
 	rows := [][]string{{"ID", "AGE", "STATUS", "TOOL", "SUBCOMMAND", "FLAGS", "RATIONALE"}}
 	for _, r := range shown {
-		rows = append(rows, []string{requests.Token(r.ID), age(r.CreatedAt), r.Status, requests.Token(r.Tool),
-			subcommandText(r.Subcommand), o.flagsText(r), requests.Text(r.Rationale)})
+		rows = append(rows, []string{requests.Token(r.ID), requests.Age(time.Now(), r.CreatedAt), r.Status, requests.Token(r.Tool),
+			requests.Subcommand(r.Subcommand), o.flagsText(r), requests.Text(r.Rationale)})
 	}
 	// The rationale gets what the other columns leave of the width.
 	used := 0
@@ -245,46 +244,17 @@ func (o *operator) flagsText(r *requests.Record) string {
 	for _, f := range r.Flags {
 		s := requests.Token(f)
 		if o.unlisted(r, f) {
-			s += " " + notIn(r)
+			s += " " + requests.NotIn(r.Tool, r.Subcommand)
 		}
 		out = append(out, s)
 	}
 	return strings.Join(out, " ")
 }
 
-// unlisted reports whether flag is not found, spelled exactly, in the help
-// of the request's subcommand, when introspection has that help: git and
-// other getopt tools accept unambiguous prefixes, so --rece would be
-// --receive-pack.
+// unlisted reports whether the request's flag is not in its subcommand's
+// help, as the introspection cache knows it (policy.Unlisted).
 func (o *operator) unlisted(r *requests.Record, flag string) bool {
-	h := o.loaded.Helps
-	if h == nil || len(r.Subcommand) == 0 {
-		return false
-	}
-	if _, known := h.Subcommands(r.Tool, r.Subcommand); !known {
-		return false
-	}
-	_, listed := h.Flag(r.Tool, r.Subcommand, flag)
-	return !listed
-}
-
-func notIn(r *requests.Record) string {
-	return "(NOT IN '" + requests.Token(r.Tool) + " " + strings.Join(tokens(r.Subcommand), " ") + " --help')"
-}
-
-func tokens(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = requests.Token(s)
-	}
-	return out
-}
-
-func subcommandText(sub []string) string {
-	if len(sub) == 0 {
-		return "<ANY SUBCOMMAND>"
-	}
-	return strings.Join(tokens(sub), " ")
+	return policy.Unlisted(o.loaded.Helps, r.Tool, r.Subcommand, flag)
 }
 
 func (a *app) approve(ctx context.Context, id string, apply, yes, unlistedOK bool) error {
@@ -317,7 +287,7 @@ func (a *app) approve(ctx context.Context, id string, apply, yes, unlistedOK boo
 	if len(unlisted) > 0 && !unlistedOK {
 		return fmt.Errorf("not approved, %s stays pending: %s %s: the help does not list it, and git and other getopt tools accept "+
 			"unambiguous prefixes, so it could stand for another flag; approve with --unlisted-ok if you are sure",
-			id, requests.Flags(unlisted), notIn(r))
+			id, requests.Flags(unlisted), requests.NotIn(r.Tool, r.Subcommand))
 	}
 	if !yes && a.interactive() {
 		fmt.Fprint(a.stdout, "approve? [y/N] ")
@@ -364,8 +334,8 @@ func (a *app) deny(ctx context.Context, id, reason string) error {
 // printRequest shows what the assistant asked, escaped: it cannot repaint
 // the screen or pass for another request.
 func (a *app) printRequest(r *requests.Record) {
-	fmt.Fprintf(a.stdout, "Request %s, filed %s ago:\n", requests.Token(r.ID), age(r.CreatedAt))
-	fmt.Fprintf(a.stdout, "  asks for:  %s %s %s\n", requests.Token(r.Tool), subcommandText(r.Subcommand), requests.Flags(r.Flags))
+	fmt.Fprintf(a.stdout, "Request %s, filed %s ago:\n", requests.Token(r.ID), requests.Age(time.Now(), r.CreatedAt))
+	fmt.Fprintf(a.stdout, "  asks for:  %s %s %s\n", requests.Token(r.Tool), requests.Subcommand(r.Subcommand), requests.Flags(r.Flags))
 	fmt.Fprintf(a.stdout, "  rationale: %s\n", requests.Text(r.Rationale))
 	if r.Enables != "" {
 		fmt.Fprintf(a.stdout, "  enables:   %s\n", requests.Text(r.Enables))
@@ -378,7 +348,7 @@ func (a *app) printRequest(r *requests.Record) {
 // (then --apply is refused).
 func (a *app) effect(o *operator, r *requests.Record) (string, error) {
 	var b strings.Builder
-	command := requests.Token(r.Tool) + " " + subcommandText(r.Subcommand)
+	command := requests.Token(r.Tool) + " " + requests.Subcommand(r.Subcommand)
 	rule, _, err := config.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 	if err != nil {
 		fmt.Fprintf(&b, "\nApproving records the decision; the capability cannot be merged into the config: %v\n", err)
@@ -405,7 +375,7 @@ func (a *app) effect(o *operator, r *requests.Record) (string, error) {
 			}
 		}
 		if slices.Contains(r.Flags, f) && o.unlisted(r, f) {
-			line += "  " + notIn(r)
+			line += "  " + requests.NotIn(r.Tool, r.Subcommand)
 		}
 		fmt.Fprintln(&b, line)
 	}
@@ -421,7 +391,7 @@ func (a *app) effect(o *operator, r *requests.Record) (string, error) {
 		fmt.Fprintln(&b, "  positional arguments: any number, as they are")
 	}
 	if pats := rule.ArgConstraints.Expressions(); len(pats) > 0 {
-		fmt.Fprintf(&b, "  positional patterns: %s\n", strings.Join(tokens(pats), ", "))
+		fmt.Fprintf(&b, "  positional patterns: %s\n", strings.Join(requests.Tokens(pats), ", "))
 	}
 	fmt.Fprintln(&b, "  plus -h and --help, each run alone")
 	return b.String(), nil
@@ -432,20 +402,6 @@ func (a *app) effect(o *operator, r *requests.Record) (string, error) {
 func (a *app) interactive() bool {
 	f, ok := a.stdin.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// age is how long ago t was, in one unit: 45s, 3m, 2h, 5d.
-func age(t time.Time) string {
-	d := time.Since(t)
-	switch {
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return strconv.Itoa(int(d.Minutes())) + "m"
-	case d < 48*time.Hour:
-		return strconv.Itoa(int(d.Hours())) + "h"
-	}
-	return strconv.Itoa(int(d.Hours()/24)) + "d"
 }
 
 // ellipsis cuts s to n characters, marking the cut.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 
 	oklogrun "github.com/oklog/run"
@@ -42,7 +43,7 @@ func (a *app) upCommand() *ff.Command {
 // serve runs the server until a signal or ctx stops it. ready, when set, is
 // called once the listener is bound, before serving (up prints there). It
 // reads as the architecture: load, install signals and wire, print, run.
-func (a *app) serve(ctx context.Context, ready func(url, socket, token string) error) error {
+func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 	path, err := a.configPath()
 	if err != nil {
 		return err
@@ -100,15 +101,25 @@ func (a *app) serve(ctx context.Context, ready func(url, socket, token string) e
 		return err
 	}
 	defer s.hub.Close()
+	if s.admin != nil {
+		if err := s.admin.Listen(); err != nil {
+			return err
+		}
+		defer s.admin.Close()
+	}
 
 	// Print.
 	c := l.Config
+	setup := clientSetup{URL: s.hub.URL(), Token: l.MCPToken}
+	if c.MCP.Transport == "unix" {
+		setup.Socket = c.MCP.Listen
+	}
+	if s.ui != nil {
+		setup.AdminURL = s.ui.URL()
+		log.Info("serving the review UI", "url", setup.AdminURL, "address", s.admin.Addr().String())
+	}
 	if ready != nil {
-		socket := ""
-		if c.MCP.Transport == "unix" {
-			socket = c.MCP.Listen
-		}
-		if err := ready(s.hub.URL(), socket, l.MCPToken); err != nil {
+		if err := ready(setup); err != nil {
 			return err
 		}
 	}
@@ -133,14 +144,33 @@ func warnAtStart(log *slog.Logger, l *config.Loaded) {
 			"a client that can write a repository's .git/config or hooks could make a wrapped git run its code with your credentials")
 	}
 	if c.Admin.Listen != "" {
-		log.Warn("admin.listen is set, but this build has no review UI yet; read the request log instead", "admin.listen", c.Admin.Listen)
+		if host, _, err := net.SplitHostPort(c.Admin.Listen); err == nil && !config.IsLoopback(host) {
+			log.Warn("admin.listen is not a loopback address: the review UI, which approves what the assistant may run, "+
+				"is reachable from other hosts; bind it to 127.0.0.1", "admin.listen", c.Admin.Listen)
+		}
 	}
+}
+
+// clientSetup is what `up` prints once the listeners are bound.
+type clientSetup struct {
+	// URL is the MCP base URL ("" for a unix socket, then Socket).
+	URL, Socket string
+	// Token is the MCP token; "" for none.
+	Token string
+	// AdminURL is the review UI's address (its own host name); "" without
+	// admin.listen.
+	AdminURL string
 }
 
 // printClientSetup prints ready-to-paste client configuration for the
 // running server.
-func (a *app) printClientSetup(url, socket, token string) error {
+func (a *app) printClientSetup(setup clientSetup) error {
 	w := a.stdout
+	url, socket, token := setup.URL, setup.Socket, setup.Token
+	if setup.AdminURL != "" {
+		defer fmt.Fprintf(w, "Review the assistant's requests at %s\n"+
+			"(sign in there with the admin token, or open %s?token=<the admin token>)\n", setup.AdminURL, setup.AdminURL)
+	}
 	if socket != "" {
 		_, err := fmt.Fprintf(w, "wraptool is serving MCP on the unix socket %s (mode 0600).\n"+
 			"Point a client that speaks MCP over HTTP on a unix socket at http://localhost/mcp or /sse there.\n", socket)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/runner"
+	"github.com/wraptool/wraptool/webui"
 )
 
 // server is `wraptool serve`, wired: every actor, built and linked, not yet
@@ -32,6 +34,9 @@ type server struct {
 	hub       *actors.Hub
 	requests  *actors.RequestLog
 	reaper    *runner.Reaper
+	// admin and ui are the review UI, nil without admin.listen.
+	admin *actors.Admin
+	ui    *webui.UI
 }
 
 // wire builds the server for the config at path, first loaded as l. Every
@@ -88,7 +93,26 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
 	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
 	s.registry.Prime()
+	if l.Config.Admin.Listen != "" {
+		s.admin = actors.NewAdmin(actors.AdminOptions{Listen: l.Config.Admin.Listen, Log: log, Handler: func(addr net.Addr) http.Handler {
+			s.ui = webui.New(webui.Options{Source: uiSource{s.holder, a.configOptions()}, Addr: addr, Log: log.With("component", "webui")})
+			return s.ui.Handler()
+		}})
+	}
 	return s
+}
+
+// uiSource shows the review UI the snapshot in service.
+type uiSource struct {
+	holder *actors.PolicyHolder
+	paths  *config.Options
+}
+
+// Current is what the UI shows and acts on now.
+func (u uiSource) Current() webui.State {
+	snap := u.holder.Current()
+	return webui.State{AdminToken: snap.AdminToken, ConfigPath: snap.Config.File, RequestLog: snap.Config.MCP.RequestLog,
+		Policy: snap.Policy, Helps: snap.Helps, Paths: u.paths}
 }
 
 // run runs every actor in one group until a signal, an actor's failure or
@@ -103,10 +127,11 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 func (s *server) run(ctx context.Context) error {
 	var g oklogrun.Group
 	g.Add(oklogrun.ContextHandler(ctx))
-	for _, actor := range []struct {
+	type actor struct {
 		name string
 		run  func(context.Context) error
-	}{
+	}
+	plain := []actor{
 		{"signals", s.signals.Run},
 		{"watcher", s.watcher.Run},
 		{"debouncer", s.debouncer.Run},
@@ -114,9 +139,13 @@ func (s *server) run(ctx context.Context) error {
 		{"policy holder", s.holder.Run},
 		{"registry", s.registry.Run},
 		{"reaper", s.reaper.Run},
-	} {
+	}
+	if s.admin != nil {
+		plain = append(plain, actor{"admin UI", s.admin.Run})
+	}
+	for _, a := range plain {
 		actx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { return expectRunning(actx, actor.name, actor.run(actx)) }, func(error) { cancel() })
+		g.Add(func() error { return expectRunning(actx, a.name, a.run(actx)) }, func(error) { cancel() })
 	}
 
 	drain, endDrain := context.WithCancel(context.Background())

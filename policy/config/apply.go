@@ -71,6 +71,32 @@ func PreviewApply(path string, tool string, sub, flags []string, o *Options) (*p
 	return m.rule, m.applied, nil
 }
 
+// ApplyPreview is what PlanApply computes: the file's bytes now and as the
+// apply would write them, for a review page's diff.
+type ApplyPreview struct {
+	// Before and After are the config's bytes; equal when nothing changes.
+	Before, After []byte
+	// Rule is the allow rule as it would stand, help flags not seeded.
+	Rule *policy.AllowRule
+	// Applied says what would change.
+	Applied Applied
+}
+
+// PlanApply is PreviewApply with the exact bytes: what ApplyRequest would
+// write, computed the same way, writing nothing. The admin UI shows it as a
+// unified diff before the operator confirms.
+func PlanApply(path string, tool string, sub, flags []string, o *Options) (ApplyPreview, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return ApplyPreview{}, err
+	}
+	m, err := plan(path, data, tool, sub, flags, o)
+	if err != nil {
+		return ApplyPreview{}, err
+	}
+	return ApplyPreview{Before: data, After: m.out, Rule: m.rule, Applied: m.applied}, nil
+}
+
 // ApplyRequest merges an approved capability request into the config file
 // at path (CONTRACT §8) and reports what it merged. The tool must already be
 // in the config and no deny rule may cover the subcommand; an allow rule with

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -35,11 +36,7 @@ func Text(s string) string {
 // Flags renders a flag list, each flag as a Token, space-separated; "" for
 // none.
 func Flags(flags []string) string {
-	out := make([]string, len(flags))
-	for i, f := range flags {
-		out[i] = Token(f)
-	}
-	return strings.Join(out, " ")
+	return strings.Join(Tokens(flags), " ")
 }
 
 // escape writes s with escapes for what must not reach a screen raw;
@@ -71,4 +68,42 @@ func cutToken(s string) string {
 	}
 	kept := []rune(s)[:MaxTokenDisplay]
 	return string(kept) + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Subcommand renders a request's subcommand tokens; a request for no
+// subcommand shows as "<ANY SUBCOMMAND>".
+func Subcommand(sub []string) string {
+	if len(sub) == 0 {
+		return "<ANY SUBCOMMAND>"
+	}
+	return strings.Join(Tokens(sub), " ")
+}
+
+// NotIn is the mark beside a flag the subcommand's help does not list:
+// "(NOT IN 'git push --help')".
+func NotIn(tool string, sub []string) string {
+	return "(NOT IN '" + Token(tool) + " " + Subcommand(sub) + " --help')"
+}
+
+// Age is how long before now t was, in one unit: 45s, 3m, 2h, 5d.
+func Age(now, t time.Time) string {
+	d := max(now.Sub(t), 0)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d.Minutes())) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d.Hours())) + "h"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
+}
+
+// Tokens renders each of ss as a Token.
+func Tokens(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = Token(s)
+	}
+	return out
 }

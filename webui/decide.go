@@ -1,0 +1,219 @@
+package webui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// maxReasonBytes bounds a deny reason, as the request tool bounds what the
+// assistant writes.
+const maxReasonBytes = 4096
+
+// refusal is a decision the UI would not make (or could not record), with
+// the status the API answers and the sentence the operator reads.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (e *refusal) Error() string { return e.msg }
+
+func refusef(status int, format string, args ...any) *refusal {
+	return &refusal{status, fmt.Sprintf(format, args...)}
+}
+
+// statusOf is the HTTP status for err: a refusal's own, else 500.
+func statusOf(err error) int {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.status
+	}
+	return http.StatusInternalServerError
+}
+
+// records reads the request log folded by id.
+func (u *UI) records(s site) ([]*requests.Record, error) {
+	recs, warns, err := requests.Read(s.RequestLog)
+	u.logWarnings(s.RequestLog, warns)
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// record finds the request id in the log.
+func (u *UI) record(s site, id string) (*requests.Record, error) {
+	recs, err := u.records(s)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(recs, func(r *requests.Record) bool { return r.ID == id })
+	if i < 0 {
+		return nil, refusef(http.StatusNotFound, "no request has the id %s", requests.Token(id))
+	}
+	return recs[i], nil
+}
+
+// pending finds a request that can still be decided.
+func (u *UI) pending(s site, id string) (*requests.Record, error) {
+	r, err := u.record(s, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status != requests.StatusPending {
+		return nil, refusef(http.StatusConflict, "%s is already %s", requests.Token(id), r.Status)
+	}
+	return r, nil
+}
+
+// take waits for the UI's decision turn while ctx lasts; release ends it.
+func (u *UI) take(ctx context.Context) (release func(), err error) {
+	select {
+	case u.turn <- struct{}{}:
+		return func() { <-u.turn }, nil
+	case <-ctx.Done():
+		return nil, refusef(http.StatusServiceUnavailable, "another decision is being made: %v", ctx.Err())
+	}
+}
+
+// approval is what an approve asks for.
+type approval struct {
+	apply      bool // merge into the config first
+	unlistedOK bool // the operator accepts flags the help does not list
+}
+
+// approved is a recorded approval.
+type approved struct {
+	rec     *requests.Record // folded after the decision
+	applied string           // the merge line ("added flags --x to git push"); "" without apply
+}
+
+// approve approves request id as `wraptool requests approve` does: a
+// request for no subcommand only where the tool has a bare rule, flags the
+// help does not list only with unlistedOK, and with apply the config is
+// merged first and the decision recorded only once the merge is written.
+// A refused apply leaves the config untouched and the request pending.
+func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approved, error) {
+	release, err := u.take(ctx)
+	if err != nil {
+		return approved{}, err
+	}
+	defer release()
+	r, err := u.pending(s, id)
+	if err != nil {
+		return approved{}, err
+	}
+	if len(r.Subcommand) == 0 && !hasBareRule(s.Policy, r.Tool) {
+		return approved{}, refusef(http.StatusUnprocessableEntity,
+			"%s asks for %s <ANY SUBCOMMAND>: that can be approved only where the tool already has a bare rule (subcommand: [])",
+			requests.Token(id), requests.Token(r.Tool))
+	}
+	if unl := unlistedFlags(s.Helps, r); len(unl) > 0 && !a.unlistedOK {
+		return approved{}, refusef(http.StatusUnprocessableEntity,
+			"not approved, %s stays pending: %s %s: the help does not list it, and git and other getopt tools accept "+
+				"unambiguous prefixes, so it could stand for another flag; approve with unlisted_ok if you are sure",
+			requests.Token(id), requests.Flags(unl), requests.NotIn(r.Tool, r.Subcommand))
+	}
+	var out approved
+	if a.apply {
+		applied, err := config.ApplyRequest(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
+		if err != nil {
+			u.log.Warn("apply refused", "id", id, "err", err)
+			return approved{}, &refusal{applyStatus(err), fmt.Sprintf("not applied, %s stays pending: %v", requests.Token(id), err)}
+		}
+		out.applied = applied.String()
+		u.log.Info("request applied to the config", "id", id, "applied", out.applied)
+	}
+	// The decision is written only after the config write succeeded.
+	d := requests.Decision{Status: requests.StatusApproved, Applied: a.apply, DecidedBy: decidedBy}
+	if err := requests.Decide(ctx, s.RequestLog, id, d, u.now()); err != nil {
+		st, msg := decideFailure(id, err)
+		if a.apply {
+			msg = fmt.Sprintf("the config was changed (%s), but the decision could not be recorded: %s", out.applied, msg)
+		}
+		return approved{}, &refusal{st, msg}
+	}
+	u.log.Info("request approved", "id", id, "applied", a.apply)
+	rec, err := u.record(s, id)
+	if err != nil {
+		return approved{}, err
+	}
+	out.rec = rec
+	return out, nil
+}
+
+// deny denies request id with reason, for the assistant to read back.
+func (u *UI) deny(ctx context.Context, s site, id, reason string) (*requests.Record, error) {
+	if len(reason) > maxReasonBytes {
+		return nil, refusef(http.StatusBadRequest, "the reason is %d bytes; at most %d are kept", len(reason), maxReasonBytes)
+	}
+	release, err := u.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if _, err := u.pending(s, id); err != nil {
+		return nil, err
+	}
+	d := requests.Decision{Status: requests.StatusDenied, Reason: reason, DecidedBy: decidedBy}
+	if err := requests.Decide(ctx, s.RequestLog, id, d, u.now()); err != nil {
+		st, msg := decideFailure(id, err)
+		return nil, &refusal{st, msg}
+	}
+	u.log.Info("request denied", "id", id)
+	return u.record(s, id)
+}
+
+// decideFailure words a failed requests.Decide: another writer may have
+// decided first, or held the log's lock too long.
+func decideFailure(id string, err error) (int, string) {
+	switch {
+	case errors.Is(err, requests.ErrUnknownID):
+		return http.StatusNotFound, fmt.Sprintf("no request has the id %s", requests.Token(id))
+	case errors.Is(err, requests.ErrDecided):
+		return http.StatusConflict, fmt.Sprintf("%s was decided meanwhile: %v", requests.Token(id), err)
+	case errors.Is(err, requests.ErrLocked), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, fmt.Sprintf("%s stays pending: %v", requests.Token(id), err)
+	}
+	return http.StatusInternalServerError, fmt.Sprintf("%s stays pending: %v", requests.Token(id), err)
+}
+
+// applyStatus is 422 for an apply the config refuses (the operator can act
+// on the message), 500 for a failure to read or write.
+func applyStatus(err error) int {
+	for _, refused := range []error{config.ErrUnknownTool, config.ErrDeniedSubcommand, config.ErrDeniedFlag,
+		config.ErrInvalidRequest, config.ErrChangedMeanwhile, config.ErrUnsupportedLayout, config.ErrInvalid} {
+		if errors.Is(err, refused) {
+			return http.StatusUnprocessableEntity
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// hasBareRule reports whether tool has an allow rule for itself
+// (subcommand: []), the only rule a request for no subcommand may widen.
+func hasBareRule(p *policy.Policy, tool string) bool {
+	if p == nil {
+		return false
+	}
+	return slices.ContainsFunc(p.ToolRules(tool), func(r *policy.Rule) bool { return len(r.Subcommand()) == 0 })
+}
+
+// unlistedFlags are the request's flags its subcommand's help does not
+// list, spelled exactly, when that help is known.
+func unlistedFlags(h policy.Helps, r *requests.Record) []string {
+	var out []string
+	for _, f := range r.Flags {
+		if policy.Unlisted(h, r.Tool, r.Subcommand, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

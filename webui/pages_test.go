@@ -1,0 +1,529 @@
+package webui
+
+import (
+	"context"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// text is a page's HTML with tags dropped and entities decoded: what the
+// operator reads.
+func text(page string) string {
+	return html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(page, ""))
+}
+
+func TestReviewPageShowsWhatTheAssistantWroteEscaped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, _ := f.signIn(t)
+	rationale := "<script>alert(1)</script> \x1b[2J\x1b[1;1Happroved\r\nfake \u202egnp.exe\u200b <img src=x onerror=alert(2)>"
+	s, err := requests.Submit(t.Context(), f.log, requests.Request{Tool: "g\u0456t", Subcommand: []string{"pu\x1bsh"},
+		Flags: []string{"--<b>x</b>", "--t\u202eags"}, Rationale: rationale, Enables: "\"><script>alert(3)</script>"}, f.clock.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.do(t, call{target: "/", cookie: cookie})
+	page := w.Body.String()
+	for _, bad := range []string{"<script>alert", "<img src=x", "<b>x</b>", "\x1b", "\u202e", "\u200b", "\r"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q raw", bad)
+		}
+	}
+	read := text(page)
+	for _, want := range []string{
+		`<script>alert(1)</script> \x1b[2J\x1b[1;1Happroved fake \u202egnp.exe\u200b <img src=x onerror=alert(2)>`, // §1 escapes, whitespace collapsed
+		`g\u0456t pu\x1bsh`, // tokens: non-ASCII and controls escaped
+		`--<b>x</b>`,
+		`--t\u202eags`,
+		`"><script>alert(3)</script>`,
+		requests.Token(s.ID),
+	} {
+		if !strings.Contains(read, want) {
+			t.Errorf("the page does not read %q", want)
+		}
+	}
+	if strings.Count(page, "<script") != 1 || !strings.Contains(page, `<script src="/static/pending.js" defer></script>`) {
+		t.Errorf("the page holds a script other than its own")
+	}
+}
+
+func TestReviewPageShowsFlagsWithTheirHelpAndMarks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, _ := f.signIn(t)
+	listed := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
+	prefix := f.submit(t, "git", []string{"push"}, []string{"--force", "--rece"}, "mirror")
+	anySub := f.submit(t, "git", nil, []string{"-C"}, "anywhere")
+	page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
+	read := text(page)
+	for _, want := range []string{
+		"--tags — push tags (can't be used with --all or --mirror)",
+		"--force — force updates",
+		"--rece (NOT IN 'git push --help')",
+		"git <ANY SUBCOMMAND>",
+		"it can be approved only where the tool already has a bare rule",
+		"Pending: 3",
+	} {
+		if !strings.Contains(read, want) {
+			t.Errorf("the page does not read %q", want)
+		}
+	}
+	// The unlisted_ok box is offered where a flag is unlisted, and only there.
+	articles := strings.Split(page, `<article class="request">`)[1:]
+	if len(articles) != 3 {
+		t.Fatalf("%d requests shown, want 3", len(articles))
+	}
+	for i, id := range []string{listed, prefix, anySub} {
+		a := articles[i]
+		if !strings.Contains(a, id) {
+			t.Fatalf("request %d is not %s (log order)", i, id)
+		}
+		if got, want := strings.Contains(a, `name="unlisted_ok"`), id == prefix; got != want {
+			t.Errorf("%s: unlisted_ok offered = %v, want %v", id, got, want)
+		}
+		for _, button := range []string{`value="approve">Approve</button>`, `value="apply">Apply to config</button>`, `>Deny</button>`, `name="reason"`} {
+			if !strings.Contains(a, button) {
+				t.Errorf("%s lacks %s", id, button)
+			}
+		}
+		// Enter in the reason field must deny, never approve: the reason
+		// has a form of its own.
+		deny := a[strings.Index(a, `class="deny"`):]
+		if strings.Contains(deny, "Approve") || !strings.Contains(deny, `name="reason"`) {
+			t.Errorf("%s: the reason field shares a form with Approve", id)
+		}
+	}
+}
+
+func TestReviewPageShowsHistoryNewestFirstAndThePolicy(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, _ := f.signIn(t)
+	first := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
+	second := f.submit(t, "git", []string{"pull"}, []string{"--rebase"}, "sync")
+	f.apiPost(t, first, "approve", `{"apply":true}`)
+	f.clock.advance(time.Minute)
+	f.apiPost(t, second, "deny", `{"reason":"use <--ff-only>"}`)
+	page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
+	hist := text(page[strings.Index(page, `<section class="history">`):strings.Index(page, `<section class="policy">`)])
+	i, j := strings.Index(hist, second), strings.Index(hist, first)
+	if i < 0 || j < 0 || i > j {
+		t.Fatalf("history does not list %s before %s:\n%s", second, first, hist)
+	}
+	for _, want := range []string{"2026-03-01 12:01:00Zdeniedadminno", "use <--ff-only>", "2026-03-01 12:00:00Zapprovedadminyes", "git push --tags"} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("history does not read %q:\n%s", want, hist)
+		}
+	}
+	if strings.Contains(page, "<--ff-only>") {
+		t.Errorf("the reason is not HTML-escaped")
+	}
+	pol := text(page[strings.Index(page, `<section class="policy">`):])
+	for _, want := range []string{"git pull: --ff-only; any number of positional arguments", "git push: --set-upstream; at most 2 positional arguments",
+		"gh: --version;", "gh", "-h and --help"} {
+		if !strings.Contains(pol, want) {
+			t.Errorf("policy does not read %q:\n%s", want, pol)
+		}
+	}
+	if strings.Contains(pol, "git config") {
+		t.Errorf("the policy lists a denied subcommand")
+	}
+}
+
+// post sends a form of the signed-in page.
+func (f *fixture) post(t *testing.T, cookie, target string, form url.Values) *httptest.ResponseRecorder {
+	t.Helper()
+	return f.do(t, call{method: "POST", target: target, cookie: cookie, form: form, header: map[string]string{"Origin": uiOrigin}})
+}
+
+// flashAfter follows a 303 back to the page and returns the flash line.
+func (f *fixture) flashAfter(t *testing.T, cookie string, w *httptest.ResponseRecorder) string {
+	t.Helper()
+	if w.Code != http.StatusSeeOther {
+		t.Fatalf("status = %d, want 303; body %s", w.Code, w.Body)
+	}
+	page := f.do(t, call{target: w.Header().Get("Location"), cookie: cookie}).Body.String()
+	m := regexp.MustCompile(`<p class="flash (ok|error)" role="status">([^<]*)</p>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no flash after the redirect to %s", w.Header().Get("Location"))
+	}
+	if again := f.do(t, call{target: "/", cookie: cookie}).Body.String(); strings.Contains(again, `class="flash`) {
+		t.Errorf("the flash shows twice")
+	}
+	return m[1] + ": " + html.UnescapeString(m[2])
+}
+
+func TestPageDecisions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		flags     []string
+		form      url.Values
+		wantFlash string // a prefix
+		wantState string
+		wantTo    string // a redirect other than /
+	}{
+		{name: "Approve records the approval alone", flags: []string{"--tags"}, form: url.Values{"action": {"approve"}},
+			wantFlash: "ok: approved req_", wantState: "approved"},
+		{name: "Deny records the reason", flags: []string{"--tags"}, form: url.Values{"action": {"deny"}, "reason": {"not now"}},
+			wantFlash: "ok: denied req_", wantState: "denied"},
+		{name: "an unlisted flag is refused without the box", flags: []string{"--rece"}, form: url.Values{"action": {"approve"}},
+			wantFlash: "error: not approved, req_", wantState: "pending"},
+		{name: "an unlisted flag is approved with the box", flags: []string{"--rece"}, form: url.Values{"action": {"approve"}, "unlisted_ok": {"1"}},
+			wantFlash: "ok: approved", wantState: "approved"},
+		{name: "Apply to config goes to the preview", flags: []string{"--tags"}, form: url.Values{"action": {"apply"}},
+			wantState: "pending", wantTo: "/apply"},
+		{name: "Apply to config carries the box", flags: []string{"--rece"}, form: url.Values{"action": {"apply"}, "unlisted_ok": {"1"}},
+			wantState: "pending", wantTo: "/apply?unlisted_ok=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			cookie, csrf := f.signIn(t)
+			id := f.submit(t, "git", []string{"push"}, tt.flags, "release")
+			before := readFile(t, f.config)
+			tt.form.Set("csrf", csrf)
+			w := f.post(t, cookie, "/requests/"+id+"/decide", tt.form)
+			if tt.wantTo != "" {
+				if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || loc != "/requests/"+id+tt.wantTo {
+					t.Fatalf("status %d to %q, want 303 to %q", w.Code, loc, "/requests/"+id+tt.wantTo)
+				}
+			} else {
+				if loc := w.Header().Get("Location"); loc != "/" {
+					t.Fatalf("redirect to %q, want /", loc)
+				}
+				if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, tt.wantFlash) {
+					t.Errorf("flash %q, want it to start with %q", got, tt.wantFlash)
+				}
+			}
+			if got := f.status(t, id); got != tt.wantState {
+				t.Errorf("request is %s, want %s", got, tt.wantState)
+			}
+			if readFile(t, f.config) != before {
+				t.Errorf("the config changed")
+			}
+		})
+	}
+	t.Run("a decision on a decided request says so", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		cookie, csrf := f.signIn(t)
+		id := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
+		f.apiPost(t, id, "deny", `{}`)
+		w := f.post(t, cookie, "/requests/"+id+"/decide", url.Values{"csrf": {csrf}, "action": {"approve"}})
+		if got := f.flashAfter(t, cookie, w); got != "error: "+id+" is already denied" {
+			t.Errorf("flash %q", got)
+		}
+	})
+	t.Run("an unknown action is 400", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		cookie, csrf := f.signIn(t)
+		id := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
+		if w := f.post(t, cookie, "/requests/"+id+"/decide", url.Values{"csrf": {csrf}, "action": {"grant"}}); w.Code != 400 {
+			t.Errorf("status %d, want 400", w.Code)
+		}
+	})
+}
+
+// diffOf is the preview page's diff as text.
+func diffOf(page string) string {
+	i := strings.Index(page, `<pre class="diff">`)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(page[i:], "</pre>")
+	return strings.TrimSpace(html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(page[i:i+j], "")))
+}
+
+func TestApplyPreviewShowsTheDiffAndWritesOnlyOnConfirm(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		sub      []string
+		flags    []string
+		wantDiff string
+		effect   []string
+		applied  string
+	}{
+		{
+			name: "a flag added to a block-style rule", sub: []string{"push"}, flags: []string{"--tags"},
+			wantDiff: `--- a/config.yaml
++++ b/config.yaml
+@@ -11,6 +11,7 @@
+       - subcommand: [push]
+         flags:
+           - --set-upstream
++          - --tags
+         arg_constraints:
+           positional_max: 2
+     deny:`,
+			effect:  []string{"--set-upstream takes any value — set upstream for git pull/status", "--tags takes any value — push tags", "positional arguments: at most 2"},
+			applied: "added flags --tags to git push",
+		},
+		{
+			name: "a new rule appended", sub: []string{"fetch"}, flags: []string{"--prune"},
+			wantDiff: `--- a/config.yaml
++++ b/config.yaml
+@@ -13,6 +13,9 @@
+           - --set-upstream
+         arg_constraints:
+           positional_max: 2
++      - subcommand: [fetch]
++        flags: ["--prune"]
++        arg_constraints: {positional_max: 0}
+     deny:
+       - subcommand: [config]
+   gh:`,
+			effect:  []string{"--prune takes any value", "positional arguments: none (positional_max: 0; widen it by hand)"},
+			applied: "appended allow rule for git fetch",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			cookie, csrf := f.signIn(t)
+			id := f.submit(t, "git", tt.sub, tt.flags, "needed")
+			before := readFile(t, f.config)
+			info, _ := os.Stat(f.config)
+
+			w := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie})
+			if w.Code != http.StatusOK {
+				t.Fatalf("preview: status %d; body %s", w.Code, w.Body)
+			}
+			page := w.Body.String()
+			if got := diffOf(page); got != tt.wantDiff {
+				t.Errorf("diff:\n%s\nwant:\n%s", got, tt.wantDiff)
+			}
+			read := text(page)
+			for _, want := range append(tt.effect, tt.applied, "Confirm apply") {
+				if !strings.Contains(read, want) {
+					t.Errorf("the preview does not read %q", want)
+				}
+			}
+			// The preview wrote nothing: same bytes, same file, no temp file.
+			after, _ := os.Stat(f.config)
+			if readFile(t, f.config) != before || !os.SameFile(info, after) || !after.ModTime().Equal(info.ModTime()) {
+				t.Fatalf("the preview touched the config")
+			}
+			entries, _ := os.ReadDir(f.dir)
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), ".config.yaml") {
+					t.Errorf("the preview left %s", e.Name())
+				}
+			}
+			if f.status(t, id) != "pending" {
+				t.Fatalf("the preview decided the request")
+			}
+
+			plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+			if plan == nil {
+				t.Fatal("no plan in the confirm form")
+			}
+			w = f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan[1]}})
+			if got := f.flashAfter(t, cookie, w); got != "ok: approved "+id+" and applied: "+tt.applied {
+				t.Errorf("flash %q", got)
+			}
+			// What was written is what the diff showed.
+			var added []string
+			for _, l := range strings.Split(tt.wantDiff, "\n")[2:] {
+				if strings.HasPrefix(l, "+") {
+					added = append(added, strings.TrimPrefix(l, "+"))
+				}
+			}
+			if now := readFile(t, f.config); !strings.Contains(now, strings.Join(added, "\n")) || len(now) <= len(before) {
+				t.Errorf("the config after confirm does not hold the previewed lines:\n%s", now)
+			}
+			w2 := f.do(t, call{host: "localhost:8718", target: "/api/requests?status=approved", header: bearer(adminToken)})
+			if !strings.Contains(w2.Body.String(), `"applied":true`) || !strings.Contains(w2.Body.String(), `"decided_by":"admin"`) {
+				t.Errorf("the decision is not recorded as applied by admin: %s", w2.Body)
+			}
+		})
+	}
+}
+
+func TestApplyPreviewOfARefusedApply(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, csrf := f.signIn(t)
+	id := f.submit(t, "git", []string{"config"}, []string{"--global"}, "set my name")
+	before := readFile(t, f.config)
+	page := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie}).Body.String()
+	read := text(page)
+	if !strings.Contains(read, "The capability cannot be merged into the config: deny rule tools.git.deny[0]") {
+		t.Errorf("the preview does not say why:\n%s", read)
+	}
+	if strings.Contains(page, "Confirm apply") || strings.Contains(page, `class="diff"`) {
+		t.Errorf("a refused apply offers a confirmation")
+	}
+	// Confirming anyway is refused in the apply's own words.
+	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}})
+	if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, "error: not applied, "+id+" stays pending: deny rule") {
+		t.Errorf("flash %q", got)
+	}
+	if readFile(t, f.config) != before || f.status(t, id) != "pending" {
+		t.Errorf("a refused apply wrote something")
+	}
+}
+
+func TestConfirmApplyRefusesAChangeItDidNotShow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, csrf := f.signIn(t)
+	id := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
+	page := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie}).Body.String()
+	plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)[1]
+
+	edited := strings.Replace(readFile(t, f.config), "# wraptool test config", "# edited by hand", 1)
+	writeFile(t, f.config, edited)
+	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}})
+	if loc := w.Header().Get("Location"); loc != "/requests/"+id+"/apply" {
+		t.Fatalf("redirect to %q, want the preview again", loc)
+	}
+	if got := f.flashAfter(t, cookie, w); !strings.Contains(got, "The config changed since the preview") {
+		t.Errorf("flash %q", got)
+	}
+	if readFile(t, f.config) != edited || f.status(t, id) != "pending" {
+		t.Errorf("a stale confirmation was applied")
+	}
+}
+
+func TestApplyPreviewOfUnknownAndDecidedRequests(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, _ := f.signIn(t)
+	id := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
+	f.apiPost(t, id, "deny", `{}`)
+	for target, want := range map[string]int{"/requests/req_ffffffff/apply": 404, "/requests/" + id + "/apply": 409} {
+		if w := f.do(t, call{target: target, cookie: cookie}); w.Code != want {
+			t.Errorf("GET %s: status %d, want %d", target, w.Code, want)
+		}
+	}
+	if w := f.do(t, call{target: "/requests/" + id + "/apply"}); w.Code != http.StatusUnauthorized {
+		t.Errorf("signed out: status %d, want 401", w.Code)
+	}
+}
+
+func TestAPreviewOffersTheUnlistedBoxCarriedFromTheReviewPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, csrf := f.signIn(t)
+	id := f.submit(t, "git", []string{"push"}, []string{"--rece"}, "prefix")
+	for query, checked := range map[string]bool{"": false, "?unlisted_ok=1": true} {
+		page := f.do(t, call{target: "/requests/" + id + "/apply" + query, cookie: cookie}).Body.String()
+		if !strings.Contains(page, `name="unlisted_ok"`) {
+			t.Fatalf("no unlisted_ok box on the preview")
+		}
+		if got := strings.Contains(page, `value="1" checked>`); got != checked {
+			t.Errorf("query %q: box checked = %v, want %v", query, got, checked)
+		}
+	}
+	page := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie}).Body.String()
+	plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)[1]
+	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}})
+	if got := f.flashAfter(t, cookie, w); !strings.Contains(got, "--rece (NOT IN 'git push --help')") {
+		t.Errorf("flash %q", got)
+	}
+	if f.status(t, id) != "pending" || strings.Contains(readFile(t, f.config), "--rece") {
+		t.Fatalf("an unlisted flag was applied without the box")
+	}
+	w = f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}, "unlisted_ok": {"1"}})
+	if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, "ok: approved "+id+" and applied") {
+		t.Errorf("flash %q", got)
+	}
+}
+
+// TestABrowserSessionOverHTTP drives the pages as a browser does, over a
+// real connection: the UI host resolves to the listener, cookies are kept
+// by a jar, and forms carry the page's Origin.
+func TestABrowserSessionOverHTTP(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ui = New(Options{Source: f.src, Addr: ln.Addr(), Now: f.clock.now, SignInDelay: time.Millisecond})
+	srv := &http.Server{Handler: f.ui.Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Transport: &http.Transport{
+		// *.localhost is loopback, as browsers resolve it.
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, ln.Addr().String())
+		},
+	}}
+	base := strings.TrimSuffix(f.ui.URL(), "/")
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	post := func(path string, form url.Values) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	id := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
+	if code, page := get("/"); code != 200 || !strings.Contains(page, `action="/login"`) {
+		t.Fatalf("signed out: %d, want the login form", code)
+	}
+	code, page := post("/login", url.Values{"token": {adminToken}})
+	if code != 200 || !strings.Contains(page, "Pending requests") {
+		t.Fatalf("after sign-in the redirect leads to %d, want the review page", code)
+	}
+	csrf := csrfField.FindStringSubmatch(page)[1]
+	code, page = post("/requests/"+url.PathEscape(id)+"/decide", url.Values{"csrf": {csrf}, "action": {"approve"}})
+	if code != 200 || !strings.Contains(page, "approved "+id) {
+		t.Fatalf("after Approve: %d, want the page with its result", code)
+	}
+	if code, _ := post("/logout", url.Values{"csrf": {csrf}}); code != 200 {
+		t.Fatalf("sign-out: %d", code)
+	}
+	if _, page := get("/"); !strings.Contains(page, `action="/login"`) {
+		t.Fatalf("still signed in after sign-out")
+	}
+	u, _ := url.Parse(base)
+	if cs := jar.Cookies(u); len(cs) != 0 {
+		t.Errorf("the jar still holds %v", cs)
+	}
+	// The same listener on its loopback name refuses the pages.
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the page on %s: %d, want 403", ln.Addr(), resp.StatusCode)
+	}
+}

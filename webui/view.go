@@ -1,0 +1,320 @@
+package webui
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// Page limits: the page stays quick with a full log; the CLI and the API
+// list everything.
+const (
+	maxPendingShown = 200
+	maxHistoryShown = 100
+)
+
+// pageData is what every template gets; each page fills its part.
+type pageData struct {
+	Title    string
+	SignedIn bool
+	CSRF     string // the session's CSRF token, for every form
+	Pending  int    // the header's count of pending requests
+	Counted  bool   // Pending is known: show it
+	Flash    *flash
+
+	// The review page.
+	Requests    []requestView
+	MorePending int
+	History     []requestView
+	MoreHistory int
+	Tools       []toolView
+	NoPolicy    bool
+
+	// The apply preview.
+	Req     *requestView
+	Preview *previewView
+
+	// A notice page (an unknown or decided request).
+	Notice string
+}
+
+// requestView is one request as the page shows it: everything the
+// assistant wrote in the escaped forms the terminal shows (html/template
+// then escapes for HTML).
+type requestView struct {
+	ID         string // as in the log, for form actions (the template escapes it)
+	IDText     string // requests.Token(ID)
+	Age        string
+	Tool       string
+	Subcommand string // "push", or "<ANY SUBCOMMAND>"
+	Flags      []flagView
+	Rationale  string
+	Enables    string
+	Unlisted   bool   // some flag carries a NOT IN mark: offer unlisted_ok
+	AnyNote    string // why a request for no subcommand cannot be approved; "" when it can
+
+	DecideURL string
+	ApplyURL  string
+
+	// Decided requests only.
+	Status    string
+	DecidedAt string
+	DecidedBy string
+	Reason    string
+	Applied   bool
+}
+
+// flagView is one requested flag with its help line and NOT IN mark.
+type flagView struct {
+	Flag  string
+	NotIn string
+	Help  string
+}
+
+// toolView is one tool of the policy overview.
+type toolView struct {
+	Name  string
+	Rules []ruleView
+}
+
+// ruleView is one exposed allow rule: its command, the flags the operator
+// wrote, and the positional limit.
+type ruleView struct {
+	Command    string
+	Flags      []string
+	Positional string
+}
+
+// previewView is "Apply to config" before it is confirmed.
+type previewView struct {
+	File       string // the config's path
+	Error      string // why the apply is refused; the rest is empty then
+	Summary    string // "added flags --x to git push"
+	Changed    bool
+	Diff       []diffLine
+	Effect     []effectLine // the rule as it will stand
+	Positional string
+	Patterns   string
+	Plan       string // identifies Before and After, so Confirm applies what was shown
+	UnlistedOK bool
+	ConfirmURL string
+}
+
+// effectLine is one flag of the rule as it will stand.
+type effectLine struct {
+	Flag  string
+	Kind  string // "a switch", "takes any value", …
+	Help  string
+	NotIn string
+}
+
+// requestPath is the page route for request id and action ("decide",
+// "apply"), with the id escaped as a path segment.
+func requestPath(id, action string) string {
+	return "/requests/" + url.PathEscape(id) + "/" + action
+}
+
+// viewRequest renders r for the page.
+func viewRequest(s site, r *requests.Record, now time.Time) requestView {
+	v := requestView{
+		ID: r.ID, IDText: requests.Token(r.ID), Age: requests.Age(now, r.CreatedAt),
+		Tool: requests.Token(r.Tool), Subcommand: requests.Subcommand(r.Subcommand),
+		Rationale: requests.Text(r.Rationale), Enables: requests.Text(r.Enables),
+		DecideURL: requestPath(r.ID, "decide"), ApplyURL: requestPath(r.ID, "apply"),
+		Status: r.Status, DecidedBy: requests.Token(r.DecidedBy),
+	}
+	for _, f := range r.Flags {
+		fv := flagView{Flag: requests.Token(f)}
+		if policy.Unlisted(s.Helps, r.Tool, r.Subcommand, f) {
+			fv.NotIn = requests.NotIn(r.Tool, r.Subcommand)
+			v.Unlisted = true
+		}
+		if s.Helps != nil && len(r.Subcommand) > 0 {
+			if h, ok := s.Helps.Flag(r.Tool, r.Subcommand, f); ok {
+				fv.Help = requests.Text(h.Description)
+			}
+		}
+		v.Flags = append(v.Flags, fv)
+	}
+	if r.Status == requests.StatusPending && len(r.Subcommand) == 0 && !hasBareRule(s.Policy, r.Tool) {
+		v.AnyNote = "This asks for any subcommand: it can be approved only where the tool already has a bare rule (subcommand: []), and " +
+			requests.Token(r.Tool) + " has none."
+	}
+	if r.DecidedAt != nil {
+		v.DecidedAt = r.DecidedAt.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	if r.Reason != nil {
+		v.Reason = requests.Text(*r.Reason)
+	}
+	v.Applied = r.Applied != nil && *r.Applied
+	return v
+}
+
+// reviewData fills the review page from the folded log and the policy.
+func reviewData(s site, recs []*requests.Record, now time.Time) pageData {
+	d := pageData{Counted: true}
+	var decided []*requests.Record
+	for _, r := range recs {
+		if r.Status != requests.StatusPending {
+			decided = append(decided, r)
+			continue
+		}
+		d.Pending++
+		if len(d.Requests) < maxPendingShown {
+			d.Requests = append(d.Requests, viewRequest(s, r, now))
+		}
+	}
+	d.MorePending = d.Pending - len(d.Requests)
+	// Newest decision first; the log's order breaks ties.
+	slices.Reverse(decided)
+	slices.SortStableFunc(decided, func(a, b *requests.Record) int { return -cmp.Compare(decidedAt(a), decidedAt(b)) })
+	for _, r := range decided[:min(len(decided), maxHistoryShown)] {
+		d.History = append(d.History, viewRequest(s, r, now))
+	}
+	d.MoreHistory = len(decided) - len(d.History)
+	d.Tools, d.NoPolicy = viewPolicy(s.Policy), s.Policy == nil
+	return d
+}
+
+func decidedAt(r *requests.Record) int64 {
+	if r.DecidedAt == nil {
+		return 0
+	}
+	return r.DecidedAt.UnixNano()
+}
+
+// viewPolicy is the policy at a glance: each tool's exposed rules with the
+// flags the operator wrote (-h and --help are seeded into every rule).
+func viewPolicy(p *policy.Policy) []toolView {
+	if p == nil {
+		return nil
+	}
+	var out []toolView
+	for _, name := range p.Tools() {
+		t := toolView{Name: name}
+		for _, r := range p.ToolRules(name) {
+			if !r.Exposed() {
+				continue
+			}
+			rv := ruleView{Command: r.Command()}
+			for _, f := range r.Flags() {
+				if !f.Help {
+					rv.Flags = append(rv.Flags, f.Flag)
+				}
+			}
+			switch n, ok := r.PositionalMax(); {
+			case !ok:
+				rv.Positional = "any number of positional arguments"
+			case n == 0:
+				rv.Positional = "no positional arguments"
+			default:
+				rv.Positional = "at most " + strconv.Itoa(n) + " positional arguments"
+			}
+			if len(r.ArgPatterns()) > 0 {
+				rv.Positional += ", matching " + strings.Join(r.ArgPatterns(), ", ")
+			}
+			t.Rules = append(t.Rules, rv)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// preview computes "Apply to config" for r without writing anything: the
+// unified diff of the file, and the rule as it will stand.
+func preview(s site, r *requests.Record, unlistedOK bool) *previewView {
+	pv := &previewView{File: s.ConfigPath, UnlistedOK: unlistedOK, ConfirmURL: requestPath(r.ID, "apply")}
+	p, err := config.PlanApply(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
+	if err != nil {
+		pv.Error = oneLine(err.Error())
+		return pv
+	}
+	pv.Summary = oneLine(p.Applied.String())
+	pv.Changed = p.Applied.Changed()
+	pv.Diff = unifiedDiff(filepath.Base(s.ConfigPath), p.Before, p.After)
+	pv.Plan = planID(p)
+	pv.Effect, pv.Positional, pv.Patterns = effect(s.Helps, r, p.Rule)
+	return pv
+}
+
+// planID identifies a preview: the file as read and as it would be
+// written. Confirm applies only when it still matches, so the operator
+// approves the change they saw, not one made by an edit since.
+func planID(p config.ApplyPreview) string {
+	h := sha256.New()
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(p.Before))))
+	h.Write(p.Before)
+	h.Write(p.After)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// effect is the rule as it will stand after the merge, as `requests
+// approve` prints it: each flag as a switch or taking a value, its help
+// line, the NOT IN mark; then the positional limit and patterns.
+func effect(h policy.Helps, r *requests.Record, rule *policy.AllowRule) (lines []effectLine, positional, patterns string) {
+	for _, f := range rule.Flags {
+		l := effectLine{Flag: requests.Token(f)}
+		c := rule.FlagConstraints[f]
+		typ, _ := policy.TypeOf(c, h, r.Tool, r.Subcommand, f)
+		switch {
+		case typ == policy.TypeBoolean:
+			l.Kind = "a switch"
+		case c != nil && (c.Pattern != "" || c.Min != nil || c.Max != nil):
+			l.Kind = "takes a value (constrained)"
+		default:
+			l.Kind = "takes any value"
+		}
+		if h != nil {
+			if fh, ok := h.Flag(r.Tool, r.Subcommand, f); ok {
+				l.Help = requests.Text(fh.Description)
+			}
+		}
+		if slices.Contains(r.Flags, f) && policy.Unlisted(h, r.Tool, r.Subcommand, f) {
+			l.NotIn = requests.NotIn(r.Tool, r.Subcommand)
+		}
+		lines = append(lines, l)
+	}
+	switch n := rule.ArgConstraints.PositionalMax; {
+	case n != nil && *n == 0:
+		positional = "none (positional_max: 0; widen it by hand)"
+	case n != nil:
+		positional = "at most " + strconv.Itoa(*n)
+	default:
+		positional = "any number, as they are"
+	}
+	if pats := rule.ArgConstraints.Expressions(); len(pats) > 0 {
+		patterns = strings.Join(requests.Tokens(pats), ", ")
+	}
+	return lines, positional, patterns
+}
+
+// oneLine makes a message one line for the page: whitespace runs, line
+// breaks included, become one space, and anything else that is not
+// printable is written as its escape. Unlike requests.Text it leaves
+// backslashes alone, since wraptool's own messages already show the
+// assistant's tokens escaped.
+func oneLine(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
