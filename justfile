@@ -42,6 +42,7 @@ bench:
     go test -run '^$' -bench . -benchmem ./...
     WRAPTOOL_BENCH=1 go test ./integration -run '^TestLatencyReport$' -count=1 -v | sed -n '/^wraptool latency/,/list_changed/p'
     WRAPTOOL_BENCH=1 go test ./integration -run '^TestIntrospectionReport$' -count=1 -v | sed -n '/^wraptool introspection/,/list_changed/p'
+    WRAPTOOL_BENCH=1 go test ./integration -run '^TestUpstreamReport$' -count=1 -v | sed -n '/^wraptool upstream/,/^--- /p'
 
 
 # Fail when `go mod tidy` would change go.mod or go.sum.

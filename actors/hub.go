@@ -62,6 +62,7 @@ type Hub struct {
 	maxConns    int
 	log         *slog.Logger
 
+	ready      <-chan struct{} // serving starts once it is closed; nil: at once
 	ln         net.Listener
 	socketPath string        // the unix socket to remove on stop
 	done       chan struct{} // closed when Run has returned
@@ -96,6 +97,11 @@ type HubOptions struct {
 	// MaxConns bounds the connections open at once, so a flood cannot use
 	// up file descriptors; zero means MaxConns.
 	MaxConns int
+	// Ready, when not nil, holds serving back until it is closed (the
+	// upstream servers' first round, see Upstreams.Ready): clients that
+	// connect meanwhile wait in the listen queue, and /healthz answers
+	// only once the tools are all there.
+	Ready <-chan struct{}
 }
 
 // NewHub serves server as o says. It binds nothing until Listen.
@@ -115,7 +121,7 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	runs, abort := context.WithCancel(context.Background())
 	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, snapshots: o.Snapshots,
 		runs: runs, abortCalls: abort, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
-		maxConns: o.MaxConns, log: log.With("component", "hub"), idle: make(chan struct{}),
+		maxConns: o.MaxConns, ready: o.Ready, log: log.With("component", "hub"), idle: make(chan struct{}),
 		done: make(chan struct{})}
 	close(h.idle)
 	server.AddReceivingMiddleware(h.track)
@@ -236,6 +242,15 @@ func (h *Hub) Close() {
 func (h *Hub) Run(ctx context.Context) error {
 	defer close(h.done)
 	defer h.abortCalls()
+	if h.ready != nil {
+		select {
+		case <-h.ready:
+		case <-ctx.Done():
+			h.ln.Close()
+			h.removeSocket()
+			return nil
+		}
+	}
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: h.idleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(limitConns(h.ln, h.maxConns)) }()

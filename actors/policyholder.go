@@ -17,6 +17,7 @@ type PolicyHolder struct {
 	in             <-chan messages.ConfigLoaded
 	toolsetChanged messages.Doorbell
 	watchChanged   messages.Doorbell
+	upstreams      messages.Doorbell
 	shared         Shared
 	getenv         func(string) string
 	setLevel       func(string)
@@ -40,8 +41,9 @@ type PolicyHolderOptions struct {
 	SetLevel func(string)
 	// Loaded is the loader's output.
 	Loaded <-chan messages.ConfigLoaded
-	// ToolsetChanged and WatchSetChanged are rung after each swap.
-	ToolsetChanged, WatchSetChanged messages.Doorbell
+	// ToolsetChanged, WatchSetChanged and UpstreamsChanged (nil for none)
+	// are rung after each swap.
+	ToolsetChanged, WatchSetChanged, UpstreamsChanged messages.Doorbell
 	// Log receives "config reloaded"; nil discards it.
 	Log *slog.Logger
 }
@@ -58,7 +60,7 @@ func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
-	h := &PolicyHolder{in: o.Loaded, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged,
+	h := &PolicyHolder{in: o.Loaded, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
 		shared: o.Shared, getenv: o.Getenv, setLevel: o.SetLevel, log: logger(o.Log, "policy"),
 		listening: listenersOf(o.Initial)}
 	h.cur.Store(o.Initial)
@@ -94,6 +96,9 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 				"mcp_servers", len(snap.Config.MCPServers))
 			ring(h.toolsetChanged)
 			ring(h.watchChanged)
+			if h.upstreams != nil {
+				ring(h.upstreams)
+			}
 		}
 	}
 }

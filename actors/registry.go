@@ -4,30 +4,41 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/messages"
-	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset"
 )
 
-// Registry keeps the MCP server's wrapped tools in step with the policy. It
-// computes the whole diff first (every definition built and checked), then
-// applies it in one burst, so the SDK's short debounce sends clients exactly
-// one tools/list_changed per reload that changes something, and none for a
-// reload that changes nothing. It never touches tools it did not add (the
-// built-in ones).
+// Registry keeps the MCP server's tools in step with the policy and the
+// upstream servers' offers. It computes the whole diff first (every
+// definition built and checked), then applies it in one burst, so the SDK's
+// short debounce sends clients exactly one tools/list_changed per change,
+// and none for a reload or an offer that changes nothing. It never touches
+// tools it did not add (the built-in ones).
+//
+// Wrapped CLI tools come first; an upstream tool whose exposed name is
+// already taken is not exposed (a clash the config check catches at load,
+// so this happens only while a reload moves a name from one owner to
+// another, or for a name no load could foresee), and the refusal is logged.
 type Registry struct {
 	changed   messages.Doorbell
+	offers    <-chan messages.UpstreamTools
 	server    *mcp.Server
 	snapshots Snapshots
 	calls     context.Context
 	log       *slog.Logger
 	callLog   *slog.Logger // for the tool handlers it registers
 
-	exposed map[string][]byte // name → the definition's JSON
+	exposed  map[string][]byte                 // name → the definition's JSON and binding
+	upstream map[string]messages.UpstreamTools // server → its latest offer
+	notices  map[string]bool                   // the upstream refusals logged and still true
 }
 
 // RegistryOptions configure a Registry.
@@ -42,6 +53,9 @@ type RegistryOptions struct {
 	Calls context.Context
 	// ToolsetChanged is rung by the policy holder after each swap.
 	ToolsetChanged messages.Doorbell
+	// Offers brings the bridges' tool offers and withdrawals; nil means
+	// no upstream servers.
+	Offers <-chan messages.UpstreamTools
 	// Log receives the registry's and the calls' lines; nil discards them.
 	Log *slog.Logger
 }
@@ -51,25 +65,37 @@ func NewRegistry(o RegistryOptions) *Registry {
 	if o.Calls == nil {
 		o.Calls = context.Background()
 	}
-	return &Registry{changed: o.ToolsetChanged, server: o.Server, snapshots: o.Snapshots, calls: o.Calls,
-		log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"), exposed: map[string][]byte{}}
+	return &Registry{changed: o.ToolsetChanged, offers: o.Offers, server: o.Server, snapshots: o.Snapshots, calls: o.Calls,
+		log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"), exposed: map[string][]byte{},
+		upstream: map[string]messages.UpstreamTools{}, notices: map[string]bool{}}
 }
 
 // Prime registers the current snapshot's tools. Call it once, before Run and
 // before the server accepts connections.
 func (r *Registry) Prime() {
-	r.apply(r.snapshots.Current().Policy)
+	r.apply()
 }
 
-// Run applies the policy in service each time it changes, until ctx is
-// done. A burst of rings is one diff, against the latest snapshot.
+// Run applies the policy in service each time it changes, and each offer as
+// it comes, until ctx is done. A burst of rings is one diff, against the
+// latest snapshot.
 func (r *Registry) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-r.changed:
-			r.apply(r.snapshots.Current().Policy)
+			r.apply()
+		case m := <-r.offers:
+			// An offer older than the one held comes from a bridge the
+			// supervisor has replaced: it must not bring back its tools.
+			if cur, ok := r.upstream[m.Server]; !ok || m.Generation >= cur.Generation {
+				r.upstream[m.Server] = m
+				r.apply()
+			}
+			if m.Applied != nil {
+				m.Applied <- struct{}{}
+			}
 		}
 	}
 }
@@ -78,22 +104,66 @@ func (r *Registry) Run(ctx context.Context) error {
 func (r *Registry) state() *toolset.State { return &r.snapshots.Current().State }
 
 type toolChange struct {
-	def  *mcp.Tool
-	rule *policy.Rule
-	json []byte
+	def     *mcp.Tool
+	handler func() mcp.ToolHandler
+	key     []byte
 }
 
-func (r *Registry) apply(p *policy.Policy) {
+func (r *Registry) apply() {
+	snap := r.snapshots.Current()
 	next := map[string]toolChange{}
-	for _, rule := range p.Rules() {
+	for _, rule := range snap.Policy.Rules() {
 		def := toolset.Definition(rule)
 		data, err := json.Marshal(def)
 		if err != nil {
 			r.log.Error("tool definition does not encode; not exposed", "tool", rule.Name(), "error", err)
 			continue
 		}
-		next[rule.Name()] = toolChange{def, rule, data}
+		next[rule.Name()] = toolChange{def, func() mcp.ToolHandler {
+			return toolset.NewHandler(rule.Tool(), rule.Subcommand(), r.state, r.calls, r.callLog)
+		}, data}
 	}
+	notices := map[string]bool{}
+	notice := func(server, tool, reason string) {
+		key := server + "\x00" + tool + "\x00" + reason
+		notices[key] = true
+		if !r.notices[key] {
+			r.log.Warn("upstream tool not exposed", "server", server, "tool", tool, "reason", reason)
+		}
+	}
+	for _, server := range sortedNames(snap.Config.MCPServers) {
+		offer, ok := r.upstream[server]
+		if !ok || offer.Tools == nil {
+			continue
+		}
+		s := snap.Config.MCPServers[server]
+		exposed, skipped, missing := toolset.ExposeUpstream(upstreamFilter(s), offer.Tools)
+		for _, sk := range skipped {
+			notice(server, sk.Tool, sk.Reason)
+		}
+		for _, name := range missing {
+			notice(server, name, "it is allowed, but the upstream server does not offer it")
+		}
+		for _, t := range exposed {
+			if _, taken := next[t.Def.Name]; taken {
+				notice(server, t.Upstream, fmt.Sprintf("its exposed name %q is already another tool's", t.Def.Name))
+				continue
+			}
+			data, err := json.Marshal(t.Def)
+			if err != nil {
+				notice(server, t.Upstream, "its definition does not encode: "+err.Error())
+				continue
+			}
+			// The binding is part of the key: a new bridge's tools need
+			// new handlers even when their definitions are the same.
+			key := strconv.AppendUint(append(data, '#'), offer.Generation, 10)
+			next[t.Def.Name] = toolChange{t.Def, func() mcp.ToolHandler {
+				return upstreamHandler(server, t.Upstream, offer, r.upstreamTimeout(server), r.calls)
+			}, key}
+		}
+	}
+	r.notices = notices
+
 	var removed []string
 	for name := range r.exposed {
 		if _, ok := next[name]; !ok {
@@ -102,7 +172,7 @@ func (r *Registry) apply(p *policy.Policy) {
 	}
 	var changed []toolChange
 	for name, c := range next {
-		if old, ok := r.exposed[name]; !ok || !bytes.Equal(old, c.json) {
+		if old, ok := r.exposed[name]; !ok || !bytes.Equal(old, c.key) {
 			changed = append(changed, c)
 		}
 	}
@@ -113,13 +183,52 @@ func (r *Registry) apply(p *policy.Policy) {
 		r.server.RemoveTools(removed...)
 	}
 	for _, c := range changed {
-		r.server.AddTool(c.def, toolset.NewHandler(c.rule.Tool(), c.rule.Subcommand(), r.state, r.calls, r.callLog))
+		if err := addTool(r.server, c.def, c.handler()); err != nil {
+			r.log.Error("the MCP SDK refused a tool definition; not exposed", "tool", c.def.Name, "error", err)
+			r.server.RemoveTools(c.def.Name) // nor the definition it was to replace
+		}
 	}
 	for _, name := range removed {
 		delete(r.exposed, name)
 	}
 	for name, c := range next {
-		r.exposed[name] = c.json
+		r.exposed[name] = c.key
 	}
 	r.log.Debug("tools updated", "removed", removed, "added_or_changed", len(changed), "exposed", len(r.exposed))
+}
+
+// addTool registers a tool, turning the SDK's panic on a definition it
+// refuses (an upstream's odd schema) into an error: an upstream must not
+// be able to crash wraptool.
+func addTool(s *mcp.Server, def *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	s.AddTool(def, h)
+	return nil
+}
+
+// upstreamFilter is an mcp_servers entry's exposure rules.
+func upstreamFilter(s *config.MCPServer) toolset.UpstreamFilter {
+	f := toolset.UpstreamFilter{Prefix: s.NamePrefix}
+	for _, ref := range s.Allow {
+		f.Allow = append(f.Allow, ref.Tool)
+	}
+	for _, ref := range s.Deny {
+		f.Deny = append(f.Deny, ref.Tool)
+	}
+	return f
+}
+
+// upstreamTimeout reads a server's call timeout from the snapshot in
+// service, so a changed timeout applies to the next call without a restart.
+func (r *Registry) upstreamTimeout(server string) func() time.Duration {
+	return func() time.Duration {
+		if s, ok := r.snapshots.Current().Config.MCPServers[server]; ok && s.Timeout > 0 {
+			return s.Timeout
+		}
+		return config.DefaultTimeout
+	}
 }

@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset"
 )
 
@@ -52,11 +55,15 @@ type registryHarness struct {
 	client  *mcp.ClientSession
 	notes   chan struct{}
 	sink    *logSink
+	// offers reaches the registry as the bridges' offers do.
+	offers chan messages.UpstreamTools
+	// progress receives the progress notes the client gets.
+	progress chan *mcp.ProgressNotificationParams
 }
 
 // policySnapshot is a snapshot holding only p.
 func policySnapshot(p *policy.Policy) *Snapshot {
-	return &Snapshot{State: toolset.State{Policy: p}}
+	return &Snapshot{State: toolset.State{Policy: p}, Config: &config.Config{}}
 }
 
 // newRegistry primes a registry with first and connects a client; it does
@@ -64,9 +71,11 @@ func policySnapshot(p *policy.Policy) *Snapshot {
 func newRegistry(t *testing.T, first *policy.Policy) *registryHarness {
 	t.Helper()
 	h := &registryHarness{
-		snaps:   newTestSnapshots(policySnapshot(first)),
-		changed: make(messages.Doorbell, 1),
-		notes:   make(chan struct{}, 16),
+		snaps:    newTestSnapshots(policySnapshot(first)),
+		changed:  make(messages.Doorbell, 1),
+		offers:   make(chan messages.UpstreamTools),
+		notes:    make(chan struct{}, 16),
+		progress: make(chan *mcp.ProgressNotificationParams, 16),
 	}
 	log, sink := newTestLogger()
 	h.sink = sink
@@ -77,7 +86,8 @@ func newRegistry(t *testing.T, first *policy.Policy) *registryHarness {
 	h.server.AddTool(toolset.RequestDefinition(), func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	})
-	h.reg = NewRegistry(RegistryOptions{Server: h.server, Snapshots: h.snaps, Calls: t.Context(), ToolsetChanged: h.changed, Log: log})
+	h.reg = NewRegistry(RegistryOptions{Server: h.server, Snapshots: h.snaps, Calls: t.Context(), ToolsetChanged: h.changed,
+		Offers: h.offers, Log: log})
 	// As serve does: prime before any client connects.
 	h.reg.Prime()
 
@@ -93,6 +103,12 @@ func newRegistry(t *testing.T, first *policy.Policy) *registryHarness {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case h.notes <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case h.progress <- req.Params:
 			default:
 			}
 		},
@@ -146,7 +162,13 @@ func (h *registryHarness) taken(t *testing.T) {
 // nothing).
 func (h *registryHarness) apply(t *testing.T, p *policy.Policy) int {
 	t.Helper()
-	h.snaps.Store(policySnapshot(p))
+	return h.applySnapshot(t, policySnapshot(p))
+}
+
+// applySnapshot is apply for a whole snapshot.
+func (h *registryHarness) applySnapshot(t *testing.T, s *Snapshot) int {
+	t.Helper()
+	h.snaps.Store(s)
 	for range 2 {
 		ring(h.changed)
 		h.taken(t)
@@ -373,5 +395,378 @@ func TestRegistryRingWithoutChangeKeepsTheTools(t *testing.T) {
 	}
 	if got, want := names(h.tools(t)), names(before); !slices.Equal(got, want) {
 		t.Errorf("tools = %q, want %q", got, want)
+	}
+}
+
+// upstreamEntry is an mcp_servers entry exposing allow, minus deny, under
+// prefix. The registry reads only these fields and Timeout.
+func upstreamEntry(prefix string, allow []string, deny ...string) *config.MCPServer {
+	s := &config.MCPServer{Command: "/bin/false", NamePrefix: prefix, Timeout: wait}
+	for _, a := range allow {
+		s.Allow = append(s.Allow, &config.ToolRef{Tool: a})
+	}
+	for _, d := range deny {
+		s.Deny = append(s.Deny, &config.ToolRef{Tool: d})
+	}
+	return s
+}
+
+// upstreamSnapshot holds the base policy and servers.
+func upstreamSnapshot(t *testing.T, servers map[string]*config.MCPServer) *Snapshot {
+	t.Helper()
+	return &Snapshot{State: toolset.State{Policy: newPolicy(t, baseRules())}, Config: &config.Config{MCPServers: servers}}
+}
+
+// upTool is an upstream tool definition.
+func upTool(name string) *mcp.Tool {
+	return &mcp.Tool{Name: name, Description: "upstream " + name, InputSchema: map[string]any{"type": "object"}}
+}
+
+// fakeBridge stands for one bridge: its Calls and Gone, and a goroutine
+// that answers each call with "gen N tool arguments", except a call to
+// "hang", which it holds until its Done closes. A call to "progress" first
+// sends two progress notes, when the caller asked for them.
+type fakeBridge struct {
+	gen   uint64
+	calls chan messages.UpstreamCall
+	gone  chan struct{}
+}
+
+func newFakeBridge(t *testing.T, gen uint64) *fakeBridge {
+	t.Helper()
+	b := &fakeBridge{gen: gen, calls: make(chan messages.UpstreamCall), gone: make(chan struct{})}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case c := <-b.calls:
+				if c.Tool == "hang" {
+					select {
+					case <-c.Done:
+					case <-stop:
+					}
+					continue
+				}
+				if c.Tool == "progress" {
+					if c.Progress == nil {
+						c.Reply <- messages.UpstreamResult{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "no progress asked"}}}}
+						continue
+					}
+					for i := 1; i <= 2; i++ {
+						c.Progress <- messages.UpstreamProgress{Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)}
+					}
+				}
+				text := fmt.Sprintf("gen %d %s %s", gen, c.Tool, c.Arguments)
+				c.Reply <- messages.UpstreamResult{Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
+	return b
+}
+
+// offer is the bridge's offer of tools from server.
+func (b *fakeBridge) offer(server string, tools ...*mcp.Tool) messages.UpstreamTools {
+	if tools == nil {
+		tools = []*mcp.Tool{}
+	}
+	return messages.UpstreamTools{Server: server, Generation: b.gen, Tools: tools, Calls: b.calls, Gone: b.gone}
+}
+
+// withdraw is the bridge's withdrawal of server's tools.
+func (b *fakeBridge) withdraw(server string) messages.UpstreamTools {
+	return messages.UpstreamTools{Server: server, Generation: b.gen, Calls: b.calls, Gone: b.gone}
+}
+
+// offer hands m to the registry, waits until it is applied, and returns
+// how many list_changed the client got for it.
+func (h *registryHarness) offer(t *testing.T, m messages.UpstreamTools) int {
+	t.Helper()
+	applied := make(chan struct{}, 1)
+	m.Applied = applied
+	select {
+	case h.offers <- m:
+	case <-time.After(wait):
+		t.Fatalf("the registry did not take an offer within %v", wait)
+	}
+	receive(t, applied, "the offer applied")
+	return h.countNotes()
+}
+
+// call calls an exposed tool as the client and returns its text and
+// whether it is a tool error.
+func (h *registryHarness) call(t *testing.T, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	res, err := h.client.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("CallTool %s: %v", name, err)
+	}
+	return resultText(t, res)
+}
+
+// wantTools checks the tools the client sees.
+func (h *registryHarness) wantTools(t *testing.T, step string, want ...string) {
+	t.Helper()
+	want = append(want, "fake_log", "fake_status", policy.RequestTool)
+	slices.Sort(want)
+	if got := names(h.tools(t)); !slices.Equal(got, want) {
+		t.Errorf("%s: tools = %q, want %q", step, got, want)
+	}
+}
+
+func TestRegistryExposesUpstreamOffers(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	servers := map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo", "add", "secret", "missing"}, "secret")}
+	if got := h.applySnapshot(t, upstreamSnapshot(t, servers)); got != 0 {
+		t.Errorf("list_changed for a server that offered nothing yet = %d, want 0", got)
+	}
+	first, second := newFakeBridge(t, 1), newFakeBridge(t, 2)
+	offered := []*mcp.Tool{upTool("echo"), upTool("add"), upTool("secret"), upTool("hidden")}
+
+	steps := []struct {
+		name      string
+		offer     messages.UpstreamTools
+		wantNotes int
+		wantTools []string
+		// wantGen, when set, is the bridge up_echo's calls must reach.
+		wantGen uint64
+	}{
+		{"an offer exposes the allowed, non-denied tools under the prefix", first.offer("up", offered...), 1, []string{"up_add", "up_echo"}, 1},
+		{"the same offer again changes nothing", first.offer("up", offered...), 0, []string{"up_add", "up_echo"}, 1},
+		{"a new bridge's offer of the same tools rebinds them", second.offer("up", offered...), 1, []string{"up_add", "up_echo"}, 2},
+		{"an older generation's offer is ignored", first.offer("up", upTool("echo")), 0, []string{"up_add", "up_echo"}, 2},
+		{"an older generation's withdrawal is ignored", first.withdraw("up"), 0, []string{"up_add", "up_echo"}, 2},
+		{"a new list from the same bridge is a diff", second.offer("up", upTool("echo"), upTool("hidden")), 1, []string{"up_echo"}, 2},
+		{"a withdrawal removes the tools", second.withdraw("up"), 1, nil, 0},
+		{"a second withdrawal changes nothing", second.withdraw("up"), 0, nil, 0},
+		{"an offer from a server not in the config is not exposed", newFakeBridge(t, 3).offer("other", upTool("echo")), 0, nil, 0},
+	}
+	for _, s := range steps {
+		if got := h.offer(t, s.offer); got != s.wantNotes {
+			t.Errorf("%s: list_changed notifications = %d, want %d", s.name, got, s.wantNotes)
+		}
+		h.wantTools(t, s.name, s.wantTools...)
+		if s.wantGen != 0 {
+			text, isError := h.call(t, "up_echo", map[string]any{"text": "hi"})
+			if want := fmt.Sprintf(`gen %d echo {"text":"hi"}`, s.wantGen); isError || text != want {
+				t.Errorf("%s: up_echo answered %q (IsError %v), want %q", s.name, text, isError, want)
+			}
+		}
+	}
+	// The tool the config allows but the upstream does not offer is named
+	// once, however many offers lacked it.
+	if got := h.sink.lines("upstream tool not exposed", "server=up", "tool=missing"); len(got) != 1 {
+		t.Errorf("notices for the missing tool = %q, want one", got)
+	}
+	for _, hidden := range []string{"tool=secret", "tool=hidden"} {
+		if got := h.sink.lines("upstream tool not exposed", hidden); got != nil {
+			t.Errorf("notices = %q, want none: denied and unlisted tools are hidden silently", got)
+		}
+	}
+}
+
+// A change of an entry's allow, deny, name_prefix or timeout applies from
+// the snapshot, with no new offer.
+func TestRegistryRefiltersUpstreamToolsOnAConfigChange(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo"})}))
+	b := newFakeBridge(t, 1)
+	if got := h.offer(t, b.offer("up", upTool("echo"), upTool("add"), upTool("hang"))); got != 1 {
+		t.Errorf("list_changed for the offer = %d, want 1", got)
+	}
+	steps := []struct {
+		name      string
+		entry     *config.MCPServer
+		wantNotes int
+		wantTools []string
+	}{
+		{"allowing one more tool exposes it", upstreamEntry("up", []string{"echo", "add", "hang"}), 1, []string{"up_add", "up_echo", "up_hang"}},
+		{"the same filter again changes nothing", upstreamEntry("up", []string{"echo", "add", "hang"}), 0, []string{"up_add", "up_echo", "up_hang"}},
+		{"denying a tool hides it", upstreamEntry("up", []string{"echo", "add", "hang"}, "echo"), 1, []string{"up_add", "up_hang"}},
+		{"a new prefix renames the tools", upstreamEntry("renamed", []string{"echo", "add", "hang"}, "echo"), 1, []string{"renamed_add", "renamed_hang"}},
+	}
+	for _, s := range steps {
+		if got := h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": s.entry})); got != s.wantNotes {
+			t.Errorf("%s: list_changed notifications = %d, want %d", s.name, got, s.wantNotes)
+		}
+		h.wantTools(t, s.name, s.wantTools...)
+	}
+	// A new timeout changes no definition, so no list_changed, and the
+	// next call runs under it.
+	short := upstreamEntry("renamed", []string{"echo", "add", "hang"}, "echo")
+	short.Timeout = 100 * time.Millisecond
+	if got := h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": short})); got != 0 {
+		t.Errorf("list_changed for a timeout change = %d, want 0", got)
+	}
+	text, isError := h.call(t, "renamed_hang", nil)
+	if want := `upstream server "up" did not answer hang within its timeout (100ms)`; !isError || !strings.Contains(text, want) {
+		t.Errorf("renamed_hang answered %q (IsError %v), want a tool error holding %q", text, isError, want)
+	}
+}
+
+// A server gone from the config in service has its tools hidden at once,
+// before its bridge's withdrawal arrives.
+func TestRegistryHidesARemovedServerBeforeItsWithdrawal(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	servers := map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo"}), "other": upstreamEntry("other", []string{"echo"})}
+	h.applySnapshot(t, upstreamSnapshot(t, servers))
+	up, other := newFakeBridge(t, 1), newFakeBridge(t, 2)
+	h.offer(t, up.offer("up", upTool("echo")))
+	h.offer(t, other.offer("other", upTool("echo")))
+	h.wantTools(t, "both offered", "other_echo", "up_echo")
+
+	delete(servers, "up")
+	if got := h.applySnapshot(t, upstreamSnapshot(t, servers)); got != 1 {
+		t.Errorf("list_changed for the removal = %d, want 1", got)
+	}
+	h.wantTools(t, "up removed from the config", "other_echo")
+	if got := h.offer(t, up.withdraw("up")); got != 0 {
+		t.Errorf("list_changed for the late withdrawal = %d, want 0", got)
+	}
+	h.wantTools(t, "up withdrawn", "other_echo")
+}
+
+// Wrapped tools come first: an upstream tool whose exposed name is a
+// wrapped tool's is not exposed, and the refusal is logged once while it
+// lasts. Once the wrapped tool is gone, the upstream's takes the name.
+func TestRegistryUpstreamNameClash(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	servers := map[string]*config.MCPServer{"up": upstreamEntry("fake", []string{"status", "other"})}
+	h.applySnapshot(t, upstreamSnapshot(t, servers))
+	b := newFakeBridge(t, 1)
+	if got := h.offer(t, b.offer("up", upTool("status"), upTool("other"))); got != 1 {
+		t.Errorf("list_changed = %d, want 1 (for fake_other)", got)
+	}
+	h.wantTools(t, "offered", "fake_other")
+	if got := h.tools(t)["fake_status"].Description; got == "upstream status" {
+		t.Errorf("fake_status is the upstream's; want the wrapped tool kept")
+	}
+	notice := []string{"upstream tool not exposed", "server=up", "tool=status", "already another tool's"}
+	h.sink.waitFor(t, notice...)
+
+	// Applying again, by a ring or an offer, does not log it again.
+	if got := h.applySnapshot(t, upstreamSnapshot(t, servers)); got != 0 {
+		t.Errorf("list_changed for an unchanged snapshot = %d, want 0", got)
+	}
+	h.offer(t, b.offer("up", upTool("status"), upTool("other")))
+	if got := h.sink.lines(notice...); len(got) != 1 {
+		t.Errorf("clash notices = %q, want exactly one", got)
+	}
+
+	// The wrapped rule goes: the upstream's tool takes the name.
+	snap := upstreamSnapshot(t, servers)
+	snap.Policy = newPolicy(t, baseRules()[1:])
+	if got := h.applySnapshot(t, snap); got != 1 {
+		t.Errorf("list_changed when the name changes owner = %d, want 1", got)
+	}
+	tools := h.tools(t)
+	if got, want := names(tools), []string{"fake_log", "fake_other", "fake_status", policy.RequestTool}; !slices.Equal(got, want) {
+		t.Errorf("tools = %q, want %q", got, want)
+	}
+	if got := tools["fake_status"].Description; got != "upstream status" {
+		t.Errorf("fake_status description = %q, want the upstream's", got)
+	}
+}
+
+// A definition the SDK would panic on is refused and logged: an upstream
+// cannot crash wraptool, and its other tools are exposed.
+func TestRegistryRefusesADefinitionTheSDKPanicsOn(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	servers := map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo", "header", "nonprimitive"})}
+	h.applySnapshot(t, upstreamSnapshot(t, servers))
+	header := upTool("header")
+	header.InputSchema = map[string]any{"type": "object", "properties": map[string]any{
+		"p": map[string]any{"type": "string", "x-mcp-header": "not a header name"}}}
+	nonPrimitive := upTool("nonprimitive")
+	nonPrimitive.InputSchema = map[string]any{"type": "object", "properties": map[string]any{
+		"p": map[string]any{"type": "object", "x-mcp-header": "X-P"}}}
+	b := newFakeBridge(t, 1)
+	if got := h.offer(t, b.offer("up", upTool("echo"), header, nonPrimitive)); got != 1 {
+		t.Errorf("list_changed = %d, want 1 (for up_echo)", got)
+	}
+	h.wantTools(t, "offered", "up_echo")
+	for _, name := range []string{"up_header", "up_nonprimitive"} {
+		if got := h.sink.lines("the MCP SDK refused a tool definition", "tool="+name, "x-mcp-header"); len(got) != 1 {
+			t.Errorf("refusals of %s = %q, want one, naming x-mcp-header", name, got)
+		}
+	}
+	// The registry is still running: the next offer is applied.
+	if got := h.offer(t, b.withdraw("up")); got != 1 {
+		t.Errorf("list_changed for the withdrawal = %d, want 1", got)
+	}
+	h.wantTools(t, "withdrawn")
+}
+
+// A definition the SDK refuses in place of one it holds does not leave the
+// old one exposed: the client sees neither.
+func TestRegistryRefusedReplacementRemovesTheOldDefinition(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo"})}))
+	b := newFakeBridge(t, 1)
+	h.offer(t, b.offer("up", upTool("echo")))
+	h.wantTools(t, "offered", "up_echo")
+	bad := upTool("echo")
+	bad.InputSchema = map[string]any{"type": "object", "properties": map[string]any{
+		"p": map[string]any{"type": "object", "x-mcp-header": "X-P"}}}
+	if got := h.offer(t, b.offer("up", bad)); got != 1 {
+		t.Errorf("list_changed for the refused replacement = %d, want 1", got)
+	}
+	h.wantTools(t, "replaced by a refused definition")
+	// The same refused definition again is neither retried nor logged.
+	if got := h.offer(t, b.offer("up", bad)); got != 0 {
+		t.Errorf("list_changed for the same refused definition = %d, want 0", got)
+	}
+	if got := h.sink.lines("the MCP SDK refused a tool definition", "tool=up_echo"); len(got) != 1 {
+		t.Errorf("refusals = %q, want one", got)
+	}
+	// A good definition again is exposed.
+	if got := h.offer(t, b.offer("up", upTool("echo"))); got != 1 {
+		t.Errorf("list_changed for the good definition = %d, want 1", got)
+	}
+	h.wantTools(t, "good again", "up_echo")
+}
+
+// Progress notes from the upstream reach the client under its own token,
+// and only when it asked for progress.
+func TestRegistryUpstreamProgress(t *testing.T) {
+	t.Parallel()
+	h := startRegistry(t, newPolicy(t, baseRules()))
+	h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"progress"})}))
+	h.offer(t, newFakeBridge(t, 1).offer("up", upTool("progress")))
+
+	if text, _ := h.call(t, "up_progress", nil); text != "no progress asked" {
+		t.Errorf("without a progress token the bridge saw %q, want no progress channel", text)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	p := &mcp.CallToolParams{Name: "up_progress"}
+	p.SetProgressToken("client-token")
+	res, err := h.client.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("CallTool: %v", err)
+	}
+	if text, isError := resultText(t, res); isError || !strings.HasPrefix(text, "gen 1 progress") {
+		t.Errorf("result = %q (IsError %v), want the bridge's answer", text, isError)
+	}
+	for i := 1; i <= 2; i++ {
+		n := receive(t, h.progress, "a progress note")
+		if n.ProgressToken != "client-token" || n.Progress != float64(i) || n.Total != 2 || n.Message != fmt.Sprintf("step %d", i) {
+			t.Errorf("note %d = %+v, want step %d of 2 under client-token", i, n, i)
+		}
 	}
 }

@@ -18,8 +18,10 @@ import (
 // the fixture CLI the served configs wrap (toolset/testdata/fakecli);
 // fakepsql behaves like psql's -h HOST (testdata/fakepsql); helpcli prints
 // git-, Cobra- or GNU-style help and logs every argv it is started with
-// (introspect/testdata/helpcli).
-var wraptoolBin, fakecli, fakepsql, helpcli string
+// (introspect/testdata/helpcli); fakeupstream is a stdio MCP server with
+// echo, add, args, slow, crash, freeze, fail, secret, hidden, bad.name, env
+// and toggle tools (actors/testdata/fakeupstream).
+var wraptoolBin, fakecli, fakepsql, helpcli, fakeupstream string
 
 const (
 	buildTimeout = 5 * time.Minute
@@ -59,6 +61,7 @@ func testMain(m *testing.M) int {
 	}{
 		{&fakepsql, "./testdata/fakepsql"},
 		{&helpcli, "../introspect/testdata/helpcli"},
+		{&fakeupstream, "../actors/testdata/fakeupstream"},
 	} {
 		*fx.out = filepath.Join(dir, filepath.Base(fx.src))
 		build := exec.CommandContext(ctx, "go", "build", "-o", *fx.out, fx.src)

@@ -239,14 +239,16 @@ func nodeCheckCall(t *testing.T, ev nodeEvent, fail func(string, ...any)) {
 	}
 }
 
-// nodeSetup finds node and makes sure integration/node has its modules,
-// running `npm ci --omit=dev` when they are missing. It skips (fails under
-// CI=true) when that cannot be done, and returns node's path and the folder.
+// nodeSetup finds node and makes sure integration/node has the modules the
+// tests use (nodeRequired), running `npm ci --omit=dev` when any is missing:
+// checking one package alone would miss a lock that gained a dependency since
+// the last install. It skips (fails under CI=true) when that cannot be done,
+// and returns node's path and the folder.
 func nodeSetup(t *testing.T) (node, dir string) {
 	t.Helper()
 	unavailable := func(format string, args ...any) {
 		t.Helper()
-		msg := fmt.Sprintf(format, args...) + "; TestNodeClient needs Node.js >= 18 and npm (`cd integration/node && npm ci`)"
+		msg := fmt.Sprintf(format, args...) + "; the Node.js tests need Node.js >= 18 and npm (`cd integration/node && npm ci`)"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg + " (CI=true: .ci/run should have installed them)")
 		}
@@ -269,28 +271,109 @@ func nodeSetup(t *testing.T) (node, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sdk := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
-	if _, err := os.Stat(sdk); err == nil {
+	missing := nodeMissing(dir, nodeRequired...)
+	if len(missing) == 0 {
 		return node, dir
 	}
+	if err := npmCI(t.Context(), dir, "--omit=dev"); err != nil {
+		unavailable("integration/node/node_modules lacks %s: %v", strings.Join(missing, ", "), err)
+	}
+	if missing := nodeMissing(dir, nodeRequired...); len(missing) > 0 {
+		unavailable("npm ci in integration/node did not install %s", strings.Join(missing, ", "))
+	}
+	return node, dir
+}
+
+// nodeRequired lists the packages (regular dependencies, so `npm ci
+// --omit=dev` installs them) that the Node.js tests load: the SDK for
+// client.mjs, and server-everything as an upstream MCP server.
+var nodeRequired = []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/server-everything"}
+
+// nodeMissing returns those of pkgs that have no package.json under
+// dir/node_modules, the cheapest sign that an install is needed.
+func nodeMissing(dir string, pkgs ...string) []string {
+	var missing []string
+	for _, pkg := range pkgs {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json")); err != nil {
+			missing = append(missing, pkg)
+		}
+	}
+	return missing
+}
+
+// npmCI runs `npm ci` in dir with extra flags, bounded by
+// nodeInstallTimeout, so a test can install integration/node's locked
+// packages itself instead of asking the developer to; its error carries
+// npm's output.
+func npmCI(ctx context.Context, dir string, flags ...string) error {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		unavailable("integration/node/node_modules is missing and npm is not on PATH")
+		return errors.New("npm is not on PATH")
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), nodeInstallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, nodeInstallTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--omit=dev", "--no-audit", "--no-fund")
+	cmd := exec.CommandContext(ctx, npm, append([]string{"ci", "--no-audit", "--no-fund"}, flags...)...)
 	cmd.Dir = dir
+	cmd.WaitDelay = 5 * time.Second
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = errors.Join(err, ctx.Err())
 		}
-		unavailable("npm ci in integration/node failed: %v\n%s", err, output.String())
+		return fmt.Errorf("npm ci %s in integration/node: %w\n%s", strings.Join(flags, " "), err, output.String())
 	}
-	if _, err := os.Stat(sdk); err != nil {
-		unavailable("npm ci in integration/node did not install @modelcontextprotocol/sdk: %v", err)
+	return nil
+}
+
+// everythingCommand returns the argv that starts the reference MCP server
+// @modelcontextprotocol/server-everything over stdio with node, for tests
+// that need a third-party upstream: its package.json's bin names the entry
+// point, whose first argument picks the transport ("stdio", the default,
+// written out so a changed default cannot switch it to HTTP). Like
+// nodeSetup, it skips when node or the modules are unavailable.
+func everythingCommand(t *testing.T) []string {
+	t.Helper()
+	node, dir := nodeSetup(t)
+	entry, err := packageBin(dir, "@modelcontextprotocol/server-everything", "mcp-server-everything")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return node, dir
+	return []string{node, entry, "stdio"}
+}
+
+// packageBin returns the absolute path of the script that an installed
+// package's package.json names as its command name in "bin", so tests run
+// it with the node they checked rather than through a node_modules/.bin
+// shim and its #! line.
+func packageBin(dir, pkg, name string) (string, error) {
+	pkgDir := filepath.Join(dir, "node_modules", filepath.FromSlash(pkg))
+	data, err := os.ReadFile(filepath.Join(pkgDir, "package.json"))
+	if err != nil {
+		return "", err
+	}
+	var manifest struct {
+		Bin json.RawMessage `json:"bin"`
+	}
+	if err := json.Unmarshal(data, &manifest); err != nil {
+		return "", fmt.Errorf("%s's package.json: %w", pkg, err)
+	}
+	// bin is either one path (the command is the package's name) or a map
+	// from command name to path.
+	var entry string
+	if err := json.Unmarshal(manifest.Bin, &entry); err != nil {
+		var bins map[string]string
+		if err := json.Unmarshal(manifest.Bin, &bins); err != nil {
+			return "", fmt.Errorf("%s's package.json bin %s: %w", pkg, manifest.Bin, err)
+		}
+		entry = bins[name]
+	}
+	if entry == "" {
+		return "", fmt.Errorf("%s's package.json bin %s names no %s", pkg, manifest.Bin, name)
+	}
+	entry = filepath.Join(pkgDir, filepath.FromSlash(entry))
+	if _, err := os.Stat(entry); err != nil {
+		return "", fmt.Errorf("%s's %s: %w", pkg, name, err)
+	}
+	return entry, nil
 }

@@ -11,19 +11,28 @@
 //
 // and capability requests go from the built-in tool's handlers to the
 // request-log writer as AppendRequest, answered on the reply channel the
-// message carries.
+// message carries. Upstream MCP servers (mcp_servers) each have a bridge,
+// started, stopped and restarted by the upstream supervisor:
+//
+//	policy holder ─UpstreamsChanged─► upstream supervisor ─(starts, stops)─► bridges ─UpstreamTools─► registry
+//	upstream tool handlers ─UpstreamCall─► one bridge ─UpstreamResult, UpstreamProgress─► that handler
 //
 // Every channel, as cmd/wraptool's wiring creates it:
 //
-//	channel          type                 sender → receiver                  buffer  receiver busy
-//	FileEvents       Doorbell             watcher → debouncer                1       rings coalesce
-//	FileChanged      Doorbell             debouncer → loader                 1       rings coalesce
-//	ReloadNow        Doorbell             signals (SIGHUP) → loader          1       rings coalesce; wins over FileChanged
-//	ConfigLoaded     chan ConfigLoaded    loader → policy holder             0       blocks, with ctx: a built config is not dropped
-//	WatchSetChanged  Doorbell             policy holder → watcher            1       rings coalesce; the watcher reads the snapshot
-//	ToolsetChanged   Doorbell             policy holder → registry           1       rings coalesce; the registry reads the snapshot
-//	AppendRequest    chan AppendRequest   request-tool handlers → request log 0      blocks, with the call's ctx
-//	AppendResult     chan AppendResult    request log → one handler          1       never blocks: the caller may have gone
+//	channel           type                   sender → receiver                    buffer  receiver busy
+//	FileEvents        Doorbell               watcher → debouncer                  1       rings coalesce
+//	FileChanged       Doorbell               debouncer → loader                   1       rings coalesce
+//	ReloadNow         Doorbell               signals (SIGHUP) → loader            1       rings coalesce; wins over FileChanged
+//	ConfigLoaded      chan ConfigLoaded      loader → policy holder               0       blocks, with ctx: a built config is not dropped
+//	WatchSetChanged   Doorbell               policy holder → watcher              1       rings coalesce; the watcher reads the snapshot
+//	ToolsetChanged    Doorbell               policy holder → registry             1       rings coalesce; the registry reads the snapshot
+//	AppendRequest     chan AppendRequest     request-tool handlers → request log  0       blocks, with the call's ctx
+//	AppendResult      chan AppendResult      request log → one handler            1       never blocks: the caller may have gone
+//	UpstreamsChanged  Doorbell               policy holder → upstream supervisor  1       rings coalesce; the supervisor reads the snapshot
+//	UpstreamTools     chan UpstreamTools     bridges → registry                   0       blocks, with ctx: an offer or withdrawal is not lost
+//	UpstreamCall      chan UpstreamCall      upstream tool handlers → one bridge  0       blocks, with the call's ctx and the bridge's Gone
+//	UpstreamResult    chan UpstreamResult    bridge → one handler                 1       never blocks: the caller may have gone
+//	UpstreamProgress  chan UpstreamProgress  bridge → one handler                 16      never blocks: a note without room is dropped
 //
 // A doorbell carries no data: its receiver reads the current state (the
 // snapshot the policy holder publishes) when it answers, so a burst of rings
@@ -33,6 +42,10 @@
 package messages
 
 import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
 )
@@ -62,4 +75,59 @@ type AppendRequest struct {
 type AppendResult struct {
 	Submitted requests.Submitted
 	Err       error
+}
+
+// UpstreamTools is a bridge's offer to the registry: every tool its upstream
+// server lists now, unfiltered (the registry applies the config's allow and
+// deny rules in service, so a filter-only change needs no restart), or nil
+// when the upstream's tools are withdrawn (it exited, hung, or was stopped).
+// Generation orders the offers for one server: the supervisor gives each
+// bridge it starts a higher one, and the registry ignores an offer older
+// than the one it holds.
+type UpstreamTools struct {
+	// Server is the mcp_servers key.
+	Server string
+	// Generation identifies the bridge that sent the offer.
+	Generation uint64
+	// Tools are the upstream's definitions as it listed them; nil withdraws.
+	Tools []*mcp.Tool
+	// Calls reaches the bridge; Gone is closed once it stopped, so a
+	// handler never waits on a bridge that no longer reads Calls.
+	Calls chan<- UpstreamCall
+	Gone  <-chan struct{}
+	// Applied, when not nil (buffer 1), is signalled once the registry has
+	// applied the offer: the supervisor's first round waits for it, so the
+	// hub serves only once the upstreams' first tools are registered.
+	Applied chan<- struct{}
+}
+
+// UpstreamCall asks a bridge to call one of its upstream's tools. The bridge
+// answers on Reply, and forwards the upstream's progress notes on Progress
+// when the caller asked for them.
+type UpstreamCall struct {
+	// Tool is the upstream's own name for the tool (not the exposed one).
+	Tool string
+	// Arguments are the client's arguments, passed through unchanged.
+	Arguments json.RawMessage
+	// Done is closed when the caller gives up (timeout or cancellation);
+	// the bridge then cancels the upstream call.
+	Done <-chan struct{}
+	// Progress, when not nil, receives the upstream's progress notes.
+	Progress chan<- UpstreamProgress
+	// Reply receives the one answer; buffered (size 1).
+	Reply chan<- UpstreamResult
+}
+
+// UpstreamProgress is one progress note from the upstream, for the caller to
+// pass on under its client's own progress token.
+type UpstreamProgress struct {
+	Progress, Total float64
+	Message         string
+}
+
+// UpstreamResult answers an UpstreamCall: the upstream's result as it sent
+// it, or why there is none.
+type UpstreamResult struct {
+	Result *mcp.CallToolResult
+	Err    error
 }

@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // MaxToolNameLen is the longest exposed MCP tool name. Common LLM APIs refuse
 // tool names beyond 64 characters, so a longer name would break clients in ways
@@ -32,6 +35,20 @@ func ValidToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// ExposedNameProblem says why name cannot be an exposed MCP tool name, or ""
+// when it can: it must be a valid token (ValidToken) of at most
+// MaxToolNameLen characters. Upstream tools (mcp_servers) whose names break
+// these rules are not exposed.
+func ExposedNameProblem(name string) string {
+	switch {
+	case !ValidToken(name):
+		return fmt.Sprintf("the exposed name %q does not match [A-Za-z0-9][A-Za-z0-9_-]*", name)
+	case len(name) > MaxToolNameLen:
+		return fmt.Sprintf("the exposed name %q is %d characters; the limit is %d", name, len(name), MaxToolNameLen)
+	}
+	return ""
 }
 
 // ValidFlag reports whether s is a flag wraptool can allow, deny or request:

@@ -209,25 +209,3 @@ func printJSON(w io.Writer, title string, v any) error {
 	_, err = fmt.Fprintf(w, "%s\n%s\n\n", title, data)
 	return err
 }
-
-// quieter demotes a library's Info records to Debug: the MCP SDK reports
-// every session connect and disconnect at Info, which would drown the
-// server's own log lines.
-type quieter struct{ slog.Handler }
-
-func (q quieter) Enabled(ctx context.Context, l slog.Level) bool {
-	if l == slog.LevelInfo {
-		l = slog.LevelDebug
-	}
-	return q.Handler.Enabled(ctx, l)
-}
-
-func (q quieter) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelInfo {
-		r.Level = slog.LevelDebug
-	}
-	return q.Handler.Handle(ctx, r)
-}
-
-func (q quieter) WithAttrs(as []slog.Attr) slog.Handler { return quieter{q.Handler.WithAttrs(as)} }
-func (q quieter) WithGroup(n string) slog.Handler       { return quieter{q.Handler.WithGroup(n)} }

@@ -31,6 +31,7 @@ type server struct {
 	loader    *actors.Loader
 	holder    *actors.PolicyHolder
 	registry  *actors.Registry
+	upstreams *actors.Upstreams
 	hub       *actors.Hub
 	requests  *actors.RequestLog
 	reaper    *runner.Reaper
@@ -54,6 +55,8 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		toolsetChanged  = make(messages.Doorbell, 1)        // policy holder → registry
 		watchSetChanged = make(messages.Doorbell, 1)        // policy holder → watcher
 		appends         = make(chan messages.AppendRequest) // request-tool handlers → request log
+		upstreamChanged = make(messages.Doorbell, 1)        // policy holder → upstream supervisor
+		offers          = make(chan messages.UpstreamTools) // bridges → registry
 		// What outlives snapshots: the concurrency slots and the reaper.
 		shared = actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper}
 	)
@@ -61,7 +64,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	s := &server{reaper: shared.Reaper}
 	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{
 		Initial: actors.NewSnapshot(l, shared, a.getenv), Shared: shared, Getenv: a.getenv, SetLevel: a.configLevelSetter(),
-		Loaded: loaded, ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, Log: log,
+		Loaded: loaded, ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, UpstreamsChanged: upstreamChanged, Log: log,
 	})
 	s.signals = actors.NewSignals(actors.SignalsOptions{ReloadNow: reloadNow, Notify: a.notify, Stop: a.stopNotify, Log: log})
 	s.watcher = actors.NewWatcher(actors.WatcherOptions{
@@ -74,7 +77,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		FileChanged: fileChanged, ReloadNow: reloadNow, Loaded: loaded, Log: log,
 	})
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
-		Logger: slog.New(quieter{log.Handler()}).With("component", "mcp"),
+		Logger: slog.New(actors.Quieter{Handler: log.Handler()}).With("component", "mcp"),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
 			// Deprecated from protocol 2026-07-28 on, but clients on the
@@ -82,11 +85,15 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 			Logging: &mcp.LoggingCapabilities{}, //lint:ignore SA1019 see above
 		},
 	})
+	s.upstreams = actors.NewUpstreams(actors.UpstreamsOptions{
+		Snapshots: s.holder, UpstreamsChanged: upstreamChanged, Offers: offers, Getenv: a.getenv, Reaper: reaper,
+		Timing: a.upstreamTiming, Version: buildVersion(), Log: log,
+	})
 	s.hub = actors.NewHub(mcpServer, actors.HubOptions{
-		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: s.holder,
+		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: s.holder, Ready: s.upstreams.Ready(),
 	}, log)
 	s.registry = actors.NewRegistry(actors.RegistryOptions{
-		Server: mcpServer, Snapshots: s.holder, Calls: s.hub.Calls(), ToolsetChanged: toolsetChanged, Log: log,
+		Server: mcpServer, Snapshots: s.holder, Calls: s.hub.Calls(), ToolsetChanged: toolsetChanged, Offers: offers, Log: log,
 	})
 	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Snapshots: s.holder, Log: log})
 	mcpServer.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(s.requests.Submit, log))
@@ -119,11 +126,12 @@ func (u uiSource) Current() webui.State {
 // ctx (tests run serve in-process) ends it.
 //
 // The plain actors stop when their own context is cancelled. The hub and
-// the writers that must outlive it follow one rule: a writer's context ends
-// only when the hub's Run has returned — every call answered or killed — so
-// a request made during the shutdown grace period is still recorded; a
-// writer's interrupt only ends its waits for a file lock, so no other
-// process can keep the server from stopping.
+// the actors that must outlive it (the request-log writer, the registry,
+// the upstream supervisor) follow one rule: their context ends only when
+// the hub's Run has returned — every call answered or killed — so a
+// request made during the shutdown grace period is still recorded and an
+// upstream call still answered; the writer's interrupt only ends its waits
+// for a file lock, so no other process can keep the server from stopping.
 func (s *server) run(ctx context.Context) error {
 	var g oklogrun.Group
 	g.Add(oklogrun.ContextHandler(ctx))
@@ -137,7 +145,6 @@ func (s *server) run(ctx context.Context) error {
 		{"debouncer", s.debouncer.Run},
 		{"loader", s.loader.Run},
 		{"policy holder", s.holder.Run},
-		{"registry", s.registry.Run},
 		{"reaper", s.reaper.Run},
 	}
 	if s.admin != nil {
@@ -160,6 +167,10 @@ func (s *server) run(ctx context.Context) error {
 		stopWaiting func()
 	}{
 		{"request log", s.requests.Run, s.requests.StopWaiting},
+		// The registry and the upstream bridges serve the calls the hub
+		// lets finish, so they too stop only after it.
+		{"registry", s.registry.Run, func() {}},
+		{"upstream supervisor", s.upstreams.Run, func() {}},
 	} {
 		g.Add(func() error { return expectRunning(drain, writer.name, writer.run(drain)) }, func(error) { writer.stopWaiting() })
 	}
@@ -211,6 +222,9 @@ type hooks struct {
 	stopNotify func(c chan<- os.Signal)
 	// load is the one load path (config.LoadFile).
 	load actors.LoadFunc
+	// upstreamTiming sets the bridges' clocks (ping, backoff); the zero
+	// value is the contract's figures, which in-process tests shorten.
+	upstreamTiming actors.UpstreamTiming
 }
 
 // signalContext is ctx, ended also by SIGINT or SIGTERM (through the notify

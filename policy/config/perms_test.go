@@ -236,6 +236,13 @@ func TestWarnings(t *testing.T) {
         flags: [-n]
         flag_constraints:
           "-n": {min: 1}
+mcp_servers:
+  fs:
+    command: srv
+    allow:
+      - tool: read
+      - tool: read.file
+      - tool: `+strings.Repeat("t", 62)+`
 `)
 	var got []string
 	for _, w := range c.Warnings(nil) {
@@ -244,6 +251,8 @@ func TestWarnings(t *testing.T) {
 	want := []string{
 		dir + "/config.yaml:6: tools.git.env_files[1]: " + dir + "/env/over.env is readable by group or others",
 		dir + `/config.yaml:9: tools.git.allow[0].flags[0]: -P has no type, so wraptool passes it as "-P value" and checks that value like a positional argument`,
+		dir + `/config.yaml:22: mcp_servers.fs.allow[1].tool: is not exposed: the exposed name "fs_read.file" does not match [A-Za-z0-9][A-Za-z0-9_-]*`,
+		dir + `/config.yaml:23: mcp_servers.fs.allow[2].tool: is not exposed: the exposed name "fs_` + strings.Repeat("t", 62) + `" is 65 characters; the limit is 64`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("warnings:\n got %q\nwant %d starting %q", got, len(want), want)

@@ -296,10 +296,9 @@ func (v *validator) server(name string, s *MCPServer) {
 			v.fail(rp, "tool %q is listed twice", ref.Tool)
 		default:
 			seen[ref.Tool] = true
-			exposed := s.NamePrefix + "_" + ref.Tool
-			if !policy.ValidToken(exposed) {
-				v.fail(rp, "the exposed name %q must match [A-Za-z0-9][A-Za-z0-9_-]*", exposed)
-			} else {
+			// A name that breaks the name rules is not exposed (a warning,
+			// see Warnings), so it cannot collide either.
+			if exposed := s.NamePrefix + "_" + ref.Tool; policy.ExposedNameProblem(exposed) == "" {
 				v.expose(rp, exposed)
 			}
 		}

@@ -66,10 +66,19 @@ func (c *Config) Warnings(helps policy.Helps) []Warning {
 	}
 	for _, name := range sortedKeys(c.MCPServers) {
 		s := c.MCPServers[name]
+		sp := fieldPath{}.key("mcp_servers").key(name)
 		for i, f := range s.EnvFiles {
 			if readableByOthers(f) {
-				warn(fieldPath{}.key("mcp_servers").key(name).key("env_files").index(i),
+				warn(sp.key("env_files").index(i),
 					"%s is readable by group or others, and env files usually hold secrets; fix with: chmod 600 %s", f, f)
+			}
+		}
+		for i, ref := range s.Allow {
+			if ref.Tool == "" {
+				continue
+			}
+			if problem := policy.ExposedNameProblem(s.NamePrefix + "_" + ref.Tool); problem != "" {
+				warn(sp.key("allow").index(i).key("tool"), "is not exposed: %s", problem)
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,4 +63,30 @@ func cleanPath(list string) string {
 		return FallbackPath
 	}
 	return strings.Join(keep, string(filepath.ListSeparator))
+}
+
+// LookPath finds file the way exec does, but in the PATH of env (a child's
+// environment as Environ builds it) rather than the server's: an upstream
+// server's command named without a slash is looked up where the child
+// itself would look. A name with a slash is returned as it is.
+func LookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	path := FallbackPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		candidate := filepath.Join(dir, file)
+		if fi, err := os.Stat(candidate); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return candidate, nil
+		}
+	}
+	return "", fmt.Errorf("%q not found in PATH %s", file, path)
 }
