@@ -15,6 +15,7 @@ import (
 // the new snapshot when they answer.
 type PolicyHolder struct {
 	in             <-chan messages.ConfigLoaded
+	grants         <-chan messages.GrantsChanged
 	toolsetChanged messages.Doorbell
 	watchChanged   messages.Doorbell
 	upstreams      messages.Doorbell
@@ -25,6 +26,9 @@ type PolicyHolder struct {
 
 	cur       atomic.Pointer[Snapshot]
 	listening listeners
+	// dormant are the dormant grants logged, with why, so each is logged
+	// once per reason.
+	dormant map[string]string
 }
 
 // PolicyHolderOptions configure a PolicyHolder.
@@ -41,6 +45,9 @@ type PolicyHolderOptions struct {
 	SetLevel func(string)
 	// Loaded is the loader's output.
 	Loaded <-chan messages.ConfigLoaded
+	// Grants brings the grants in force from the grants actor; nil means
+	// no grants.
+	Grants <-chan messages.GrantsChanged
 	// ToolsetChanged, WatchSetChanged and UpstreamsChanged (nil for none)
 	// are rung after each swap.
 	ToolsetChanged, WatchSetChanged, UpstreamsChanged messages.Doorbell
@@ -60,10 +67,11 @@ func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
-	h := &PolicyHolder{in: o.Loaded, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
+	h := &PolicyHolder{in: o.Loaded, grants: o.Grants, dormant: map[string]string{}, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
 		shared: o.Shared, getenv: o.Getenv, setLevel: o.SetLevel, log: logger(o.Log, "policy"),
 		listening: listenersOf(o.Initial)}
 	h.cur.Store(o.Initial)
+	h.logDormant(o.Initial)
 	return h
 }
 
@@ -79,8 +87,17 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case m := <-h.grants:
+			// Only the grants changed: the same load, a new overlay. No
+			// "config reloaded" line; the registry sends a list_changed
+			// only if the tools did change.
+			snap := NewSnapshot(h.cur.Load().Loaded, m.Grants, h.shared, h.getenv)
+			h.cur.Store(snap)
+			h.logDormant(snap)
+			h.log.Debug("grants changed", "cause", m.Cause, "in_force", len(m.Grants), "exposed", len(snap.Policy.Rules()))
+			ring(h.toolsetChanged)
 		case m := <-h.in:
-			snap := NewSnapshot(m.Loaded, h.shared, h.getenv)
+			snap := NewSnapshot(m.Loaded, h.cur.Load().Grants, h.shared, h.getenv)
 			if now := listenersOf(snap); now != h.listening {
 				h.log.Warn("listener settings changed; they take effect after a restart",
 					"mcp.transport", now.transport, "mcp.listen", now.listen, "admin.listen", now.admin,
@@ -88,6 +105,7 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 					"running.admin.listen", h.listening.admin)
 			}
 			h.cur.Store(snap)
+			h.logDormant(snap)
 			if h.setLevel != nil {
 				h.setLevel(snap.Config.MCP.LogLevel)
 			}
@@ -99,6 +117,23 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			if h.upstreams != nil {
 				ring(h.upstreams)
 			}
+		}
+	}
+}
+
+// logDormant logs each grant of the snapshot that is not in force, once
+// per reason: a grant whose tool vanished from the config waits, dormant,
+// until it expires.
+func (h *PolicyHolder) logDormant(s *Snapshot) {
+	for id, err := range s.Dormant {
+		if why := err.Error(); h.dormant[id] != why {
+			h.dormant[id] = why
+			h.log.Warn("grant dormant: not in force with this config", "id", id, "why", why)
+		}
+	}
+	for id := range h.dormant {
+		if _, still := s.Dormant[id]; !still {
+			delete(h.dormant, id)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func startHolder(t *testing.T) *holderHarness {
 	hh := &holderHarness{
 		configFixture:   f,
 		slots:           shared.Slots,
-		initial:         NewSnapshot(f.load(t), shared, getenv),
+		initial:         NewSnapshot(f.load(t), nil, shared, getenv),
 		in:              make(chan messages.ConfigLoaded),
 		toolsetChanged:  make(messages.Doorbell, 1),
 		watchSetChanged: make(messages.Doorbell, 1),
@@ -284,7 +284,7 @@ func TestPolicyHolderWithoutSetLevelOrShared(t *testing.T) {
 	in := make(chan messages.ConfigLoaded)
 	toolsetChanged, watchSetChanged := make(messages.Doorbell, 1), make(messages.Doorbell, 1)
 	h := NewPolicyHolder(PolicyHolderOptions{
-		Initial: NewSnapshot(f.load(t), Shared{}, func(string) string { return "" }),
+		Initial: NewSnapshot(f.load(t), nil, Shared{}, func(string) string { return "" }),
 		Loaded:  in, ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged,
 	})
 	start(t, h)

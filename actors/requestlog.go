@@ -22,6 +22,7 @@ import (
 // lock held by another process can keep the server from stopping.
 type RequestLog struct {
 	in        chan messages.AppendRequest
+	uses      chan messages.UseGrant
 	snapshots Snapshots
 	now       func() time.Time
 	log       *slog.Logger
@@ -42,6 +43,8 @@ type RequestLog struct {
 type RequestLogOptions struct {
 	// Appends carries the requests Submit sends.
 	Appends chan messages.AppendRequest
+	// Uses carries the once-grants UseGrant consumes; nil makes its own.
+	Uses chan messages.UseGrant
 	// Snapshots gives the log's path (mcp.request_log of the snapshot in
 	// service), read for every request.
 	Snapshots Snapshots
@@ -57,7 +60,10 @@ func NewRequestLog(o RequestLogOptions) *RequestLog {
 		o.Now = time.Now
 	}
 	waits, endWaits := context.WithCancel(context.Background())
-	return &RequestLog{in: o.Appends, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
+	if o.Uses == nil {
+		o.Uses = make(chan messages.UseGrant)
+	}
+	return &RequestLog{in: o.Appends, uses: o.Uses, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
 		done: make(chan struct{}), waits: waits, endWaits: endWaits}
 }
 
@@ -82,18 +88,63 @@ func (w *RequestLog) Run(ctx context.Context) error {
 				// Stopped meanwhile: the caller hears ErrStopped from Submit.
 				return nil
 			}
-			path := w.snapshots.Current().Config.MCP.RequestLog
-			if w.file == nil || w.filePath != path {
-				w.file, w.filePath = requests.Open(path).OnLockWait(func() {
-					w.log.Warn("the request log is locked by another process; waiting", "file", path, "up_to", jsonl.LockTimeout)
-				}), path
-			}
+			path := w.current()
 			s, err := w.file.Submit(lockCtx, m.Request, w.now())
 			for _, warn := range s.Warnings {
 				w.log.Warn("request log: skipped a line", "file", path, "line", warn.Line, "problem", warn.Err)
 			}
 			// Reply is buffered (size 1) by contract: this never blocks.
 			m.Reply <- messages.AppendResult{Submitted: s, Err: err}
+		case m := <-w.uses:
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.current()
+			_, err := w.file.UseGrant(lockCtx, m.ID, w.now())
+			if err == nil {
+				w.log.Info("once-grant used", "id", m.ID)
+			}
+			m.Reply <- err // buffered (size 1): never blocks
+		}
+	}
+}
+
+// current opens the log at the snapshot's path, keeping the one it has when
+// the path is unchanged, and returns the path.
+func (w *RequestLog) current() string {
+	path := w.snapshots.Current().Config.MCP.RequestLog
+	if w.file == nil || w.filePath != path {
+		w.file, w.filePath = requests.Open(path).OnLockWait(func() {
+			w.log.Warn("the request log is locked by another process; waiting", "file", path, "up_to", jsonl.LockTimeout)
+		}), path
+	}
+	return path
+}
+
+// UseGrant consumes the once-grant id for a call about to run (the
+// toolset.GrantUser of every snapshot's State): the writer re-reads the log
+// under its lock, checks the grant is unused and unexpired, and appends its
+// used_at line. It waits for the writer only while ctx lasts.
+func (w *RequestLog) UseGrant(ctx context.Context, id string) error {
+	reply := make(chan error, 1)
+	select {
+	case w.uses <- messages.UseGrant{ID: id, Reply: reply}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.done:
+		return ErrStopped
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.done:
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return ErrStopped
 		}
 	}
 }

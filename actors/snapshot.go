@@ -1,9 +1,12 @@
 package actors
 
 import (
+	"errors"
 	"path/filepath"
+	"slices"
 
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
@@ -22,6 +25,15 @@ type Snapshot struct {
 	AdminToken string
 	// Hash identifies every byte the load read (see config.Loaded).
 	Hash string
+	// Loaded is the load the snapshot serves; a change of grants builds a
+	// new snapshot from it.
+	Loaded *config.Loaded
+	// Grants are the grants in force the grants actor last gave (for every
+	// config); Dormant says why those for this config that are not in
+	// force are not (their tool is gone, a deny rule covers them, the
+	// policy an exact grant was approved under changed).
+	Grants  []*requests.Record
+	Dormant map[string]error
 }
 
 // Shared is what outlives snapshots: one set of concurrency slots and one
@@ -32,11 +44,19 @@ type Shared struct {
 	Slots *toolset.Slots
 	// Reaper tracks every child a call starts; nil means none.
 	Reaper *runner.Reaper
+	// Denials remembers refused calls for exact-call requests; nil issues
+	// no call_ids.
+	Denials *toolset.Denials
+	// UseGrant consumes once-grants (the request-log writer's); nil when
+	// none can be.
+	UseGrant toolset.GrantUser
 }
 
-// NewSnapshot builds the snapshot for a load. getenv reads the server's
-// environment, for the children's PATH and HOME.
-func NewSnapshot(l *config.Loaded, shared Shared, getenv func(string) string) *Snapshot {
+// NewSnapshot builds the snapshot for a load and the grants in force
+// (CONTRACT §13): the grants approved under this config are merged into
+// the policy clients see, as ApplyRequest would merge them into the file.
+// getenv reads the server's environment, for the children's PATH and HOME.
+func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, getenv func(string) string) *Snapshot {
 	c := l.Config
 	protected := append([]string{absPath(c.File)}, c.OwnFiles()...)
 	rt := make(map[string]toolset.Runtime, len(c.Tools))
@@ -53,14 +73,86 @@ func NewSnapshot(l *config.Loaded, shared Shared, getenv func(string) string) *S
 	if shared.Slots != nil {
 		shared.Slots.SetLimit(c.MCP.MaxConcurrentCalls)
 	}
-	return &Snapshot{
+	snap := &Snapshot{
 		State: toolset.State{Policy: l.Policy, Helps: l.Helps, RequestLog: c.MCP.RequestLog, Runtimes: rt,
-			Slots: shared.Slots, Reaper: shared.Reaper},
+			Slots: shared.Slots, Reaper: shared.Reaper, Base: l.Policy, PolicyHash: l.PolicyHash(),
+			Denials: shared.Denials, UseGrant: shared.UseGrant},
 		Config:     c,
 		MCPToken:   l.MCPToken,
 		AdminToken: l.AdminToken,
 		Hash:       l.Hash,
+		Loaded:     l,
+		Grants:     grants,
+		Dormant:    map[string]error{},
 	}
+	snap.overlay(grants)
+	return snap
+}
+
+// errPolicyChanged is why an exact-call grant is void: the config, an
+// overrides file or an env file changed since the denial it names.
+var errPolicyChanged = errors.New("the policy changed since the refused call was recorded; the assistant must ask again")
+
+// overlay merges the grants approved under this config into the policy
+// clients see, and lists, per call, which grant may allow what the config
+// alone refuses.
+func (s *Snapshot) overlay(grants []*requests.Record) {
+	if len(grants) == 0 {
+		return
+	}
+	l, served := s.Loaded, config.CanonicalPath(s.Config.File)
+	var timed, once []config.GrantSpec
+	g := &toolset.Grants{}
+	byID := map[string]*requests.Record{}
+	for _, r := range grants {
+		if r.Grant == nil || r.Grant.Config != served {
+			continue // approved under another config
+		}
+		byID[r.ID] = r
+		if r.Grant.Exact {
+			if r.Call == nil || r.Call.Policy != s.PolicyHash {
+				s.Dormant[r.ID] = errPolicyChanged
+				continue
+			}
+			g.Exact = append(g.Exact, toolset.ExactGrant{ID: r.ID, Once: r.Grant.Once, Until: r.Grant.Until, Call: *r.Call})
+			continue
+		}
+		spec := config.GrantSpec{ID: r.ID, Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags}
+		if r.Grant.Once {
+			once = append(once, spec)
+		} else {
+			timed = append(timed, spec)
+		}
+	}
+	ov := l.Overlay(timed, once)
+	for id, err := range ov.Dormant {
+		s.Dormant[id] = err
+	}
+	for _, spec := range append(append([]config.GrantSpec{}, timed...), once...) {
+		p, ok := ov.Each[spec.ID]
+		if !ok {
+			continue
+		}
+		r := byID[spec.ID]
+		g.Capability = append(g.Capability, toolset.CapabilityGrant{ID: r.ID, Once: r.Grant.Once, Until: r.Grant.Until,
+			Tool: r.Tool, Subcommand: r.Subcommand, Policy: p})
+		if !r.Grant.Once && (g.TimedUntil.IsZero() || r.Grant.Until.Before(g.TimedUntil)) {
+			g.TimedUntil = r.Grant.Until
+		}
+	}
+	// Exact grants, timed ones first, like capability grants.
+	slices.SortStableFunc(g.Exact, func(a, b toolset.ExactGrant) int {
+		switch {
+		case a.Once == b.Once:
+			return 0
+		case !a.Once:
+			return -1
+		}
+		return 1
+	})
+	g.Timed = ov.Timed
+	s.Policy = ov.Policy
+	s.State.Grants = g
 }
 
 // WatchPaths are the files whose changes trigger a reload: the config and

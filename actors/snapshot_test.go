@@ -28,7 +28,7 @@ func TestNewSnapshot(t *testing.T) {
 		return map[string]string{"HOME": "/home/operator", "PATH": "/usr/bin:/bin"}[k]
 	}
 	slots := toolset.NewSlots(1)
-	s := NewSnapshot(l, Shared{Slots: slots}, getenv)
+	s := NewSnapshot(l, nil, Shared{Slots: slots}, getenv)
 
 	checks := []struct {
 		name      string

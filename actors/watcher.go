@@ -17,7 +17,8 @@ import (
 const WatchRetry = time.Second
 
 // Watcher reports changes to the files a reload reads: the config, and the
-// token, env and overrides files it names. It watches their folders rather
+// token, env and overrides files it names; and, apart, changes to the
+// request log, whose grants the grants actor re-reads. It watches their folders rather
 // than the files, so editors that save by writing a new file and renaming it
 // over the old one are seen, and it drops every event on other files before
 // it rings. The set follows the snapshot in service: after each swap the
@@ -28,6 +29,7 @@ type Watcher struct {
 	snapshots Snapshots
 	changed   messages.Doorbell
 	out       messages.Doorbell
+	logOut    messages.Doorbell
 	retry     time.Duration
 	log       *slog.Logger
 }
@@ -40,6 +42,10 @@ type WatcherOptions struct {
 	WatchSetChanged messages.Doorbell
 	// FileEvents is rung for each event on a watched file.
 	FileEvents messages.Doorbell
+	// LogChanged is rung for each event on the request log (which carries
+	// the grants, CONTRACT §13): a change of the log alone re-reads only
+	// the grants, never the config. Nil leaves the log unwatched.
+	LogChanged messages.Doorbell
 	// Retry is how often a wanted folder that cannot be watched is tried
 	// again; zero means WatchRetry.
 	Retry time.Duration
@@ -52,13 +58,14 @@ func NewWatcher(o WatcherOptions) *Watcher {
 	if o.Retry <= 0 {
 		o.Retry = WatchRetry
 	}
-	return &Watcher{snapshots: o.Snapshots, changed: o.WatchSetChanged, out: o.FileEvents, retry: o.Retry, log: logger(o.Log, "watcher")}
+	return &Watcher{snapshots: o.Snapshots, changed: o.WatchSetChanged, out: o.FileEvents, logOut: o.LogChanged, retry: o.Retry, log: logger(o.Log, "watcher")}
 }
 
 // watchSet is the Watcher's state, owned by Run.
 type watchSet struct {
 	fw      *fsnotify.Watcher
-	files   map[string]bool // absolute paths whose events count
+	files   map[string]bool // absolute paths whose events reload
+	logs    map[string]bool // absolute paths whose events re-read the grants
 	watched map[string]bool // folders with a live watch
 	lost    map[string]bool // folders wanted but not watched (yet)
 }
@@ -73,7 +80,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return nil
 	}
 	defer fw.Close()
-	s := &watchSet{fw: fw, files: map[string]bool{}, watched: map[string]bool{}, lost: map[string]bool{}}
+	s := &watchSet{fw: fw, files: map[string]bool{}, logs: map[string]bool{}, watched: map[string]bool{}, lost: map[string]bool{}}
 	// retry fires while some wanted folder is not watched; one timer, owned
 	// by this loop.
 	retry := time.NewTimer(w.retry)
@@ -90,6 +97,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	// otherwise go unseen until the next one: ring once, and the loader
 	// reloads, or skips when the files hash the same.
 	ring(w.out)
+	w.ringLog()
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,6 +107,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case <-retry.C:
 			if w.rewatch(s) {
 				ring(w.out) // the folder is back: its files may have changed
+				w.ringLog()
 			}
 			if len(s.lost) > 0 {
 				retry.Reset(w.retry)
@@ -119,10 +128,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 				s.lost[name] = true
 				retry.Reset(w.retry)
 				ring(w.out)
+				w.ringLog()
 				continue
 			}
 			if s.files[name] {
 				ring(w.out)
+			}
+			if s.logs[name] {
+				w.ringLog()
 			}
 		}
 	}
@@ -133,10 +146,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 // dropped.
 func (w *Watcher) sync(s *watchSet) {
 	want := map[string]bool{}
-	s.files = map[string]bool{}
-	for _, p := range w.snapshots.Current().WatchPaths() {
+	s.files, s.logs = map[string]bool{}, map[string]bool{}
+	snap := w.snapshots.Current()
+	for _, p := range snap.WatchPaths() {
 		p = absPath(p)
 		s.files[p] = true
+		want[filepath.Dir(p)] = true
+	}
+	if w.logOut != nil && snap.Config != nil && snap.Config.MCP.RequestLog != "" {
+		p := absPath(snap.Config.MCP.RequestLog)
+		s.logs[p] = true
 		want[filepath.Dir(p)] = true
 	}
 	for dir := range s.watched {
@@ -163,6 +182,13 @@ func (w *Watcher) sync(s *watchSet) {
 		}
 		delete(s.lost, dir)
 		s.watched[dir] = true
+	}
+}
+
+// ringLog rings LogChanged, when the log is watched at all.
+func (w *Watcher) ringLog() {
+	if w.logOut != nil {
+		ring(w.logOut)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // chromiumPath is Debian's chromium, or the test is skipped with a message
@@ -32,7 +34,10 @@ func chromiumPath(t *testing.T) string {
 // TestAdminUIInABrowser signs in with ?token=, sees a pending request whose
 // rationale holds <script> rendered as text, previews and confirms an apply
 // (the config changes and the MCP client gets list_changed), then denies
-// another request with a reason and finds it in the history. It takes the
+// another request with a reason and finds it in the history, then approves
+// a third once (a grant the server takes up: list_changed, one call runs)
+// and finds "approved once", then "approved once, used", in the history,
+// the config untouched. It takes the
 // README's screenshots: with WRAPTOOL_UPDATE_SCREENSHOTS=1 they are written
 // to docs/, else to a temporary folder.
 func TestAdminUIInABrowser(t *testing.T) {
@@ -140,6 +145,39 @@ func TestAdminUIInABrowser(t *testing.T) {
 	}
 	if st := statusOf(t, c, idDeny); st["status"] != "denied" || st["reason"] != "say it in the commit instead" {
 		t.Errorf("status after the denial: %+v", st)
+	}
+
+	// Approve once: a grant through the request log, which the server
+	// takes up; the config is not touched.
+	idOnce := request(t, c, askFor("fake", []string{"status"}, []string{"--message"}, "label the status, this once", ""))
+	configBefore, err := os.ReadFile(s.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onceRow := `//section[contains(@class, "history")]//tr[contains(., "` + idOnce + `")]`
+	step("reload", chromedp.Navigate(uiURL), chromedp.WaitVisible(form(idOnce, "approve")))
+	step("approve once", chromedp.Click(form(idOnce, "approve")+` button[value="once"]`), chromedp.WaitVisible(chromedp.Search(onceRow)))
+	if flash := value("the result", chromedp.Text(`p.flash`)); !strings.Contains(flash, "approved "+idOnce+" once (within 24h)") {
+		t.Errorf("the page does not say the grant: %q", flash)
+	}
+	if row := value("the granted request", chromedp.Text(chromedp.Search(onceRow))); !strings.Contains(row, "approved once") || strings.Contains(row, "used") {
+		t.Errorf("the history does not show the grant as approved once:\n%s", row)
+	}
+	waitListChanged(t, s, c, "the once-grant came into force")
+	res := c.Call(t, "fake_status", map[string]any{"message": "once"})
+	if text := toolsettest.ResultText(t, res); res.IsError || !strings.Contains(text, `"--message=once"`) {
+		t.Fatalf("the call the once-grant allows did not run: %s", text)
+	}
+	waitListChanged(t, s, c, "the used once-grant left")
+	step("reload after the use", chromedp.Navigate(uiURL), chromedp.WaitVisible(chromedp.Search(onceRow)))
+	if row := value("the used grant", chromedp.Text(chromedp.Search(onceRow))); !strings.Contains(row, "approved once, used") {
+		t.Errorf("the history does not show the grant as used:\n%s", row)
+	}
+	if st := statusOf(t, c, idOnce); st["status"] != "approved" || st["grant"] == nil {
+		t.Errorf("status after Approve once: %+v", st)
+	}
+	if data, _ := os.ReadFile(s.ConfigPath); string(data) != string(configBefore) {
+		t.Errorf("Approve once changed the config:\n%s", data)
 	}
 }
 

@@ -17,6 +17,14 @@
 //	policy holder ─UpstreamsChanged─► upstream supervisor ─(starts, stops)─► bridges ─UpstreamTools─► registry
 //	upstream tool handlers ─UpstreamCall─► one bridge ─UpstreamResult, UpstreamProgress─► that handler
 //
+// Temporary grants live in the request log: the watcher rings the grants
+// actor when the log changes, and the grants actor hands the policy holder
+// the grants in force, which it merges into the snapshot. A call a
+// once-grant allows consumes it through the request-log writer:
+//
+//	watcher ─LogChanged─► grants ─GrantsChanged─► policy holder
+//	tool handlers ─UseGrant─► request log ─error─► that handler
+//
 // Every channel, as cmd/wraptool's wiring creates it:
 //
 //	channel           type                   sender → receiver                    buffer  receiver busy
@@ -33,6 +41,10 @@
 //	UpstreamCall      chan UpstreamCall      upstream tool handlers → one bridge  0       blocks, with the call's ctx and the bridge's Gone
 //	UpstreamResult    chan UpstreamResult    bridge → one handler                 1       never blocks: the caller may have gone
 //	UpstreamProgress  chan UpstreamProgress  bridge → one handler                 16      never blocks: a note without room is dropped
+//	LogChanged        Doorbell               watcher → grants                     1       rings coalesce; the grants actor re-reads the log
+//	GrantsChanged     chan GrantsChanged     grants → policy holder               0       blocks, with ctx: the grants in force are not lost
+//	UseGrant          chan UseGrant          tool handlers → request log          0       blocks, with the call's ctx
+//	UseGrant.Reply    chan error             request log → one handler            1       never blocks: the caller may have gone
 //
 // A doorbell carries no data: its receiver reads the current state (the
 // snapshot the policy holder publishes) when it answers, so a burst of rings
@@ -130,4 +142,23 @@ type UpstreamProgress struct {
 type UpstreamResult struct {
 	Result *mcp.CallToolResult
 	Err    error
+}
+
+// GrantsChanged carries the temporary grants in force (CONTRACT §13) from
+// the grants actor to the policy holder, whenever that set changes: a grant
+// decided, used, or expired. Each record is approved, signed, unused and
+// unexpired, oldest first; the holder keeps those for the config it serves.
+type GrantsChanged struct {
+	Grants []*requests.Record
+	// Cause names the change for the log and the audit trail: "grant",
+	// "grant_used" or "grant_expired".
+	Cause string
+}
+
+// UseGrant asks the request-log writer to consume a once-grant for a call
+// about to run: one step under the log's lock. Reply (buffer 1) receives nil
+// when this call has it.
+type UseGrant struct {
+	ID    string
+	Reply chan<- error
 }

@@ -139,6 +139,7 @@ func FuzzEvaluate(f *testing.F) {
 		if strings.ContainsAny(d.reasonOrEmpty(), "\x00\r\n") {
 			t.Fatalf("raw control character in the Policy line: %q", d.Refusal.Reason)
 		}
+		checkExact(t, p, c, d)
 		if d.Refusal != nil {
 			checkRefusalShape(t, d)
 			return
@@ -333,5 +334,49 @@ func checkValue(t *testing.T, argv []string, fl *Flag, val string) {
 		if fl.Min != nil && n < *fl.Min || fl.Max != nil && n > *fl.Max {
 			t.Fatalf("argv %q: %s value %d is out of bounds", argv, fl.Flag, n)
 		}
+	}
+}
+
+// checkExact holds EvaluateExact to what an exact-call grant may lift: an
+// allowed call is decided as Evaluate decides it; a refusal that is never
+// lifted stays a refusal; and a lifted call runs exactly Command's tokens,
+// with no NUL, no positional that looks like a flag, and nothing a deny rule
+// covers.
+func checkExact(t *testing.T, p *Policy, c Call, d Decision) {
+	t.Helper()
+	e := p.EvaluateExact(c)
+	switch {
+	case d.Allowed():
+		if !sameDecision(d, e) {
+			t.Fatalf("an allowed call decided differently when exact:\n%+v\n%+v", d, e)
+		}
+		return
+	case !liftable(d.Refusal.Kind):
+		if e.Allowed() {
+			t.Fatalf("exact lifted a %v refusal: %q", d.Refusal.Kind, e.Argv)
+		}
+		return
+	case !e.Allowed():
+		checkRefusalShape(t, e)
+		return
+	}
+	tl := p.tools[c.Tool]
+	tokens, ok := p.Command(c)
+	if !ok || e.Argv[0] != tl.binary || !slices.Equal(e.Argv[1:], tokens[1:]) {
+		t.Fatalf("exact argv %q is not the binary and Command %q (%v)", e.Argv, tokens, ok)
+	}
+	for _, tok := range e.Argv[1+len(c.Subcommand):] {
+		if strings.IndexByte(tok, 0) >= 0 {
+			t.Fatalf("exact argv holds a NUL: %q", e.Argv)
+		}
+	}
+	args, _ := positional(c.Params[ArgsProperty])
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			t.Fatalf("exact argv holds a positional that looks like a flag: %q", e.Argv)
+		}
+	}
+	if tl.denies(c.Subcommand, args) {
+		t.Fatalf("exact allowed what a deny rule covers: %q", e.Argv)
 	}
 }

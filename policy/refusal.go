@@ -100,19 +100,7 @@ func renderCall(c Call, r *Rule) []string {
 			}
 		}
 	}
-	var rest []badParam
-	for name, v := range c.Params {
-		if !seen[name] && v != nil {
-			rest = append(rest, badParam{name: name, flag: flagFor(name)})
-		}
-	}
-	slices.SortFunc(rest, func(a, b badParam) int {
-		if a.less(b) {
-			return -1
-		}
-		return 1
-	})
-	for _, b := range rest {
+	for _, b := range strays(c.Params, seen, func(v any) bool { return v != nil }) {
 		if v := c.Params[b.name]; v == true {
 			tokens = append(tokens, b.flag)
 		} else {
@@ -131,6 +119,24 @@ func renderCall(c Call, r *Rule) []string {
 		tokens = append(tokens, display(a))
 	}
 	return tokens
+}
+
+// strays are the parameters not in seen whose value keep accepts, as the
+// flags they stand for, in a fixed order (see badParam.less).
+func strays(params map[string]any, seen map[string]bool, keep func(any) bool) []badParam {
+	var rest []badParam
+	for name, v := range params {
+		if !seen[name] && keep(v) {
+			rest = append(rest, badParam{name: name, flag: flagFor(name)})
+		}
+	}
+	slices.SortFunc(rest, func(a, b badParam) int {
+		if a.less(b) {
+			return -1
+		}
+		return 1
+	})
+	return rest
 }
 
 func appendValued(tokens []string, flag string, v any) []string {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,7 +37,8 @@ func RequestDefinition() *mcp.Tool {
 	return &mcp.Tool{
 		Name: policy.RequestTool,
 		Description: "Ask the operator for a capability wraptool refused: a tool's subcommand and the flags " +
-			"it needs. The request is recorded for review; nothing changes until the operator approves it, " +
+			"it needs (give tool and subcommand), or exactly one refused call (give the call_id its denial " +
+			"carried). The request is recorded for review; nothing changes until the operator approves it, " +
 			"after which the tool list changes.",
 		InputSchema: map[string]any{
 			"type": "object",
@@ -44,10 +46,11 @@ func RequestDefinition() *mcp.Tool {
 				"tool":       str("The wrapped tool, e.g. git."),
 				"subcommand": list("The subcommand tokens, e.g. [\"push\"]; [] for the bare tool."),
 				"flags":      list("Flags needed, each -X or --name, e.g. [\"--force-with-lease\"]."),
+				"call_id":    str("Instead of tool, subcommand and flags: the call_id of a refused call, to ask for exactly that call."),
 				"rationale":  str("Why the capability is needed."),
 				"enables":    str("What approval would let you do."),
 			},
-			"required": []string{"tool", "subcommand", "rationale"},
+			"required": []string{"rationale"},
 		},
 		OutputSchema: map[string]any{
 			"type": "object",
@@ -65,22 +68,39 @@ type requestInput struct {
 	Tool       *string   `json:"tool"`
 	Subcommand *[]string `json:"subcommand"`
 	Flags      []string  `json:"flags"`
+	CallID     *string   `json:"call_id"`
 	Rationale  *string   `json:"rationale"`
 	Enables    string    `json:"enables"`
 }
 
 // ParseRequest checks a wraptool_request_capability input: token and flag
 // syntax, lengths, required fields. Duplicate flags are dropped. The error
-// says what is wrong, for the assistant to correct.
-func ParseRequest(raw json.RawMessage) (requests.Request, error) {
+// says what is wrong, for the assistant to correct. An exact-call request
+// (call_id given instead of tool, subcommand and flags) comes back with
+// callID set and only Rationale and Enables filled: the caller looks the
+// call up.
+func ParseRequest(raw json.RawMessage) (r requests.Request, callID string, err error) {
 	var in requestInput
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return requests.Request{}, fmt.Errorf("the arguments must be an object with tool, subcommand, flags, rationale and enables: %v", err)
+		return requests.Request{}, "", fmt.Errorf("the arguments must be an object with tool, subcommand, flags (or call_id), rationale and enables: %v", err)
 	}
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if in.CallID != nil {
+		switch {
+		case in.Tool != nil || in.Subcommand != nil || in.Flags != nil:
+			bad("give tool and subcommand, or call_id, not both")
+		case !validCallID(*in.CallID):
+			bad("call_id %q is not one wraptool issues (call_ and 8 hex digits)", *in.CallID)
+		}
+		rationale(in, bad)
+		if len(errs) > 0 {
+			return requests.Request{}, "", errors.New(strings.Join(errs, "; "))
+		}
+		return requests.Request{Rationale: *in.Rationale, Enables: in.Enables}, *in.CallID, nil
+	}
 	switch {
 	case in.Tool == nil || *in.Tool == "":
 		bad("tool is required")
@@ -116,6 +136,18 @@ func ParseRequest(raw json.RawMessage) (requests.Request, error) {
 			flags = append(flags, f)
 		}
 	}
+	rationale(in, bad)
+	if len(errs) > 0 {
+		return requests.Request{}, "", errors.New(strings.Join(errs, "; "))
+	}
+	if flags == nil {
+		flags = []string{}
+	}
+	return requests.Request{Tool: *in.Tool, Subcommand: sub, Flags: flags, Rationale: *in.Rationale, Enables: in.Enables}, "", nil
+}
+
+// rationale checks the free-text fields every request has.
+func rationale(in requestInput, bad func(string, ...any)) {
 	switch {
 	case in.Rationale == nil || strings.TrimSpace(*in.Rationale) == "":
 		bad("rationale is required: say why the capability is needed")
@@ -123,13 +155,21 @@ func ParseRequest(raw json.RawMessage) (requests.Request, error) {
 		textBounds("rationale", *in.Rationale, maxRationaleLen, bad)
 	}
 	textBounds("enables", in.Enables, maxEnablesLen, bad)
-	if len(errs) > 0 {
-		return requests.Request{}, errors.New(strings.Join(errs, "; "))
+}
+
+// validCallID reports whether s has the form of a call_id: "call_" and 8
+// lowercase hex digits.
+func validCallID(s string) bool {
+	hex, ok := strings.CutPrefix(s, "call_")
+	if !ok || len(hex) != 8 {
+		return false
 	}
-	if flags == nil {
-		flags = []string{}
+	for i := 0; i < len(hex); i++ {
+		if c := hex[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
 	}
-	return requests.Request{Tool: *in.Tool, Subcommand: sub, Flags: flags, Rationale: *in.Rationale, Enables: in.Enables}, nil
+	return true
 }
 
 // textBounds checks free text the operator will read in a terminal or a
@@ -169,11 +209,22 @@ type RequestResult struct {
 }
 
 // NewRequestHandler returns the handler of wraptool_request_capability.
-func NewRequestHandler(submit Submitter, log *slog.Logger) mcp.ToolHandler {
+// denials resolves the call_id of an exact-call request; nil knows none.
+func NewRequestHandler(submit Submitter, denials *Denials, log *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r, err := ParseRequest(req.Params.Arguments)
+		r, callID, err := ParseRequest(req.Params.Arguments)
 		if err != nil {
 			return errorResult("The request was not recorded: " + err.Error() + "."), nil
+		}
+		if callID != "" {
+			denied, ok := denials.Get(callID, time.Now())
+			if !ok {
+				return errorResult("The request was not recorded: call_id " + callID + " is unknown or expired " +
+					"(wraptool remembers the last " + fmt.Sprint(MaxDenials) + " refused calls for " + DenialTTL.String() +
+					"); make the call again to get a new one, or ask for the capability with tool and subcommand."), nil
+			}
+			call := denied.Call
+			r.Tool, r.Subcommand, r.Flags, r.Call = denied.Tool, denied.Subcommand, denied.Flags, &call
 		}
 		s, err := submit(ctx, r)
 		if err != nil {

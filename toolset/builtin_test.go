@@ -121,11 +121,19 @@ func TestParseRequest(t *testing.T) {
 		{"empty input is refused", ``, requests.Request{}, "must be an object"},
 		{"every problem is reported at once", `{"tool":"wraptoolx","subcommand":["a b"],"flags":["force"],"rationale":""}`,
 			requests.Request{}, `tool "wraptoolx" is one of wraptool's own; subcommand token "a b"`},
+
+		{"a call_id with a rationale is an exact-call request", `{"call_id":"call_0a1b2c3d","rationale":"r","enables":"e"}`,
+			requests.Request{Rationale: "r", Enables: "e"}, ""},
+		{"a call_id with a tool is refused", `{"call_id":"call_0a1b2c3d","tool":"git","rationale":"r"}`, requests.Request{}, "not both"},
+		{"a call_id with a subcommand is refused", `{"call_id":"call_0a1b2c3d","subcommand":[],"rationale":"r"}`, requests.Request{}, "not both"},
+		{"a call_id with flags is refused", `{"call_id":"call_0a1b2c3d","flags":[],"rationale":"r"}`, requests.Request{}, "not both"},
+		{"a malformed call_id is refused", `{"call_id":"call_0A1B2C3D","rationale":"r"}`, requests.Request{}, "is not one wraptool issues"},
+		{"a call_id still needs a rationale", `{"call_id":"call_0a1b2c3d"}`, requests.Request{}, "rationale is required"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := ParseRequest(json.RawMessage(tc.in))
+			got, callID, err := ParseRequest(json.RawMessage(tc.in))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("err %v, want one containing %q", err, tc.err)
@@ -137,6 +145,9 @@ func TestParseRequest(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %#v\nwant %#v", got, tc.want)
+			}
+			if wantID := strings.Contains(tc.in, `"call_id"`); (callID != "") != wantID {
+				t.Errorf("call_id %q, want one: %v", callID, wantID)
 			}
 		})
 	}
@@ -152,11 +163,13 @@ func TestRequestDefinition(t *testing.T) {
 	if in["type"] != "object" {
 		t.Errorf("inputSchema type %v, want object", in["type"])
 	}
-	if got, want := jsonString(in["required"]), `["tool","subcommand","rationale"]`; got != want {
+	// rationale is the only property the schema requires (CONTRACT §5):
+	// tool and subcommand, or call_id.
+	if got, want := jsonString(in["required"]), `["rationale"]`; got != want {
 		t.Errorf("required %s, want %s", got, want)
 	}
 	props, _ := in["properties"].(map[string]any)
-	want := map[string]string{"tool": "string", "subcommand": "array", "flags": "array", "rationale": "string", "enables": "string"}
+	want := map[string]string{"tool": "string", "subcommand": "array", "flags": "array", "call_id": "string", "rationale": "string", "enables": "string"}
 	if len(props) != len(want) {
 		t.Errorf("properties %v, want %v", props, want)
 	}
@@ -187,7 +200,7 @@ func TestRequestHandler(t *testing.T) {
 	t.Parallel()
 	const id = "req_0123abcd"
 	valid := requestJSON(nil)
-	parsed, err := ParseRequest(json.RawMessage(valid))
+	parsed, _, err := ParseRequest(json.RawMessage(valid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +232,7 @@ func TestRequestHandler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			fake := &fakeSubmitter{out: tc.out, err: tc.err}
-			h := NewRequestHandler(fake.submit, discard)
+			h := NewRequestHandler(fake.submit, nil, discard)
 			res, err := h(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
 				Name: policy.RequestTool, Arguments: json.RawMessage(tc.in),
 			}})
@@ -257,7 +270,7 @@ func TestRequestToolThroughAnMCPSession(t *testing.T) {
 	t.Parallel()
 	fake := &fakeSubmitter{out: requests.Submitted{ID: "req_89abcdef"}}
 	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "0"}, nil)
-	server.AddTool(RequestDefinition(), NewRequestHandler(fake.submit, discard))
+	server.AddTool(RequestDefinition(), NewRequestHandler(fake.submit, nil, discard))
 	cs := connect(t, server)
 
 	res := call(t, cs, policy.RequestTool, map[string]any{

@@ -40,6 +40,10 @@ type Runtime struct {
 	// State.runtime); a Runtime built by hand runs without either.
 	slots  *Slots
 	reaper *runner.Reaper
+	// admit, when set (a call a grant allows), is asked once the call has
+	// its slot and its pinned working directory, just before the child
+	// starts; an error means nothing runs and is the Result's Err.
+	admit func(dir *os.File) error
 }
 
 // Execute runs an allowed decision. Before anything starts it checks the
@@ -68,7 +72,11 @@ func Execute(ctx context.Context, d policy.Decision, rt Runtime) (runner.Result,
 		return runner.Result{ExitCode: -1}, d.Refuse(policy.KindProtected, reason)
 	}
 	c := runner.Command{Argv: d.Argv, DirFile: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap, Reaper: rt.reaper}
-	return runInSlot(ctx, c, rt.slots), d
+	var admit func() error
+	if rt.admit != nil {
+		admit = func() error { return rt.admit(dir) }
+	}
+	return runInSlot(ctx, c, rt.slots, admit), d
 }
 
 // cwdReason words a refused working directory for the denial's Policy:
@@ -123,8 +131,19 @@ func protectedReason(d policy.Decision, rt Runtime, dir *os.File, real string) s
 // runInSlot runs c once a slot is free. The wait counts against c.Timeout:
 // a wait that uses it up is a timeout with nothing run, and the run gets
 // what is left.
-func runInSlot(ctx context.Context, c runner.Command, slots *Slots) runner.Result {
+func runInSlot(ctx context.Context, c runner.Command, slots *Slots, admit func() error) runner.Result {
+	notAdmitted := func(err error) runner.Result {
+		if c.DirFile != nil {
+			c.DirFile.Close()
+		}
+		return runner.Result{ExitCode: -1, Err: err}
+	}
 	if slots == nil {
+		if admit != nil {
+			if err := admit(); err != nil {
+				return notAdmitted(err)
+			}
+		}
 		return runner.Run(ctx, c)
 	}
 	full := c.Timeout
@@ -150,6 +169,11 @@ func runInSlot(ctx context.Context, c runner.Command, slots *Slots) runner.Resul
 	if full > 0 {
 		if c.Timeout = full - waited; c.Timeout <= 0 {
 			return timedOut()
+		}
+	}
+	if admit != nil {
+		if err := admit(); err != nil {
+			return notAdmitted(err)
 		}
 	}
 	res := runner.Run(ctx, c)

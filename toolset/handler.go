@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -36,6 +39,31 @@ type State struct {
 	// Reaper tracks every child a call starts and is rung after each call
 	// to end what outlived it. Nil means no tracking and no sweeps.
 	Reaper *runner.Reaper
+
+	// Base is the config's own policy, which decides every call first;
+	// Policy is Base with the capability grants in force merged (what
+	// clients see). Nil means Policy: no grants.
+	Base *policy.Policy
+	// Grants are the temporary grants in force; nil means none.
+	Grants *Grants
+	// PolicyHash identifies the config, overrides and env files in
+	// service (config.Loaded.PolicyHash): exact-call grants and denials
+	// are bound to it.
+	PolicyHash string
+	// Denials remembers refused calls for exact-call requests (one for the
+	// server's lifetime); nil issues no call_ids.
+	Denials *Denials
+	// UseGrant consumes a once-grant (the request-log writer's); nil when
+	// none can be.
+	UseGrant GrantUser
+}
+
+// base is the policy that decides a call before any grant.
+func (s *State) base() *policy.Policy {
+	if s.Base != nil {
+		return s.Base
+	}
+	return s.Policy
 }
 
 // runtime is the tool's Runtime carrying the State's limits.
@@ -60,13 +88,29 @@ type Output struct {
 func NewHandler(tool string, sub []string, current func() *State, stop context.Context, log *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		st := current()
+		name := req.Params.Name
 		params, err := decodeArguments(req.Params.Arguments)
 		if err != nil {
-			return errorResult("DENIED: the arguments must be a JSON object of named parameters (" + err.Error() + ")."), nil
+			res := errorResult("DENIED: the arguments must be a JSON object of named parameters (" + err.Error() + ").")
+			res.StructuredContent = Denial{Denied: true, Reason: "the arguments must be a JSON object of named parameters"}
+			return res, nil
 		}
-		d := st.Policy.Evaluate(policy.Call{Tool: tool, Subcommand: sub, Params: params})
+		call := policy.Call{Tool: tool, Subcommand: sub, Params: params}
+		rt := st.runtime(tool)
+		// The config alone decides first: a call it allows never touches
+		// a grant.
+		d := st.base().Evaluate(call)
+		refusal := d.Refusal
+		var use *grantUse
+		if !d.Allowed() && st.Grants != nil {
+			canonical, _ := requests.CanonicalArguments(req.Params.Arguments)
+			if gd, u := st.grantFor(name, call, canonical, time.Now()); u != nil {
+				d, use = gd, u
+			}
+		}
 		if !d.Allowed() {
-			return denied(log, req.Params.Name, d.Refusal), nil
+			log.Info("tool call denied", "tool", bound(name), "kind", refusal.Kind.String(), "reason", bound(refusal.Reason))
+			return st.denial(name, call, req.Params.Arguments, rt, refusal), nil
 		}
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -74,11 +118,26 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 		// Rung as the handler returns: the sweep runs in the Reaper's
 		// goroutine, so it costs the call nothing.
 		defer st.Reaper.Sweep()
-		res, d := Execute(runCtx, d, st.runtime(tool))
-		if !d.Allowed() {
-			return denied(log, req.Params.Name, d.Refusal), nil
+		if use != nil {
+			rt.admit = st.admit(runCtx, use)
 		}
-		log.Info("tool call", "tool", bound(req.Params.Name), "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", bound(errString(res.Err)))
+		res, d := Execute(runCtx, d, rt)
+		if !d.Allowed() {
+			log.Info("tool call denied", "tool", bound(name), "kind", d.Refusal.Kind.String(), "reason", bound(d.Refusal.Reason))
+			return st.denial(name, call, req.Params.Arguments, rt, d.Refusal), nil
+		}
+		var na errNotAdmitted
+		if errors.As(res.Err, &na) {
+			// Another call took the once-grant, or the grant ended while
+			// this one waited: the config's own answer stands.
+			log.Info("tool call denied", "tool", bound(name), "kind", refusal.Kind.String(), "grant", use.id, "why", na.Error())
+			return st.denial(name, call, req.Params.Arguments, rt, refusal), nil
+		}
+		if use != nil {
+			log.Info("tool call", "tool", bound(name), "grant", use.id, "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", bound(errString(res.Err)))
+		} else {
+			log.Info("tool call", "tool", bound(name), "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", bound(errString(res.Err)))
+		}
 		return RunResult(res), nil
 	}
 }
@@ -111,13 +170,6 @@ func RunResult(res runner.Result) *mcp.CallToolResult {
 		},
 		IsError: res.ExitCode != 0 || res.Err != nil,
 	}
-}
-
-// denied logs a refusal and renders it for the assistant. The reason quotes
-// client input, so the log keeps a bounded part of it.
-func denied(log *slog.Logger, tool string, r *policy.Refusal) *mcp.CallToolResult {
-	log.Info("tool call denied", "tool", bound(tool), "kind", r.Kind.String(), "reason", bound(r.Reason))
-	return errorResult(r.Text)
 }
 
 // maxLogString bounds each client-derived string the handler logs: a

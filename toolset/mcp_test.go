@@ -214,7 +214,9 @@ func TestDefinition(t *testing.T) {
 			}
 
 			out := wire(t, def.OutputSchema)
-			wantOut := `{"properties":{"duration_ms":{"type":"integer"},"exit_code":{"type":"integer"},"stderr":{"type":"string"},"stdout":{"type":"string"},"truncated":{"type":"boolean"}},"required":["exit_code","stdout","stderr","duration_ms","truncated"],"type":"object"}`
+			// A run's fields and a denial's, none required (CONTRACT §13).
+			wantOut := `{"properties":{"call_id":{"type":"string"},"command":{"items":{"type":"string"},"type":"array"},"denied":{"type":"boolean"},` +
+				`"duration_ms":{"type":"integer"},"exit_code":{"type":"integer"},"reason":{"type":"string"},"stderr":{"type":"string"},"stdout":{"type":"string"},"truncated":{"type":"boolean"}},"type":"object"}`
 			for _, v := range out["properties"].(map[string]any) {
 				delete(v.(map[string]any), "description")
 			}
@@ -441,8 +443,12 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 			if !res.IsError {
 				t.Error("isError is false for a denial")
 			}
-			if res.StructuredContent != nil {
-				t.Errorf("a denial carries structuredContent %v", res.StructuredContent)
+			// The denial's structuredContent: denied, the Policy line's
+			// reason, and the command as it would have run.
+			sc, _ := res.StructuredContent.(map[string]any)
+			reason, _ := sc["reason"].(string)
+			if sc["denied"] != true || !strings.Contains(tc.want, "Policy: "+reason+".") || sc["command"] == nil {
+				t.Errorf("structuredContent %v, want denied, the reason and the command", res.StructuredContent)
 			}
 		})
 	}
@@ -464,8 +470,8 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 			if !res.IsError || !strings.HasPrefix(got, "DENIED: the arguments must be a JSON object") {
 				t.Errorf("isError %v, text %q; want an error saying the arguments must be an object", res.IsError, got)
 			}
-			if res.StructuredContent != nil {
-				t.Errorf("structuredContent %v, want none", res.StructuredContent)
+			if sc, _ := res.StructuredContent.(map[string]any); sc["denied"] != true || sc["call_id"] != nil {
+				t.Errorf("structuredContent %v, want a denial with no call_id", res.StructuredContent)
 			}
 		})
 	}

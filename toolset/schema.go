@@ -106,7 +106,9 @@ func flagSchema(f policy.Flag) map[string]any {
 	return s
 }
 
-// runOutputSchema describes structuredContent of a run.
+// runOutputSchema describes structuredContent: a run's, or a denial's
+// (CONTRACT §13). Clients validate structuredContent against it even on
+// errors, so it admits both shapes and requires nothing.
 func runOutputSchema() map[string]any {
 	return map[string]any{
 		"type": "object",
@@ -116,8 +118,12 @@ func runOutputSchema() map[string]any {
 			"stderr":      map[string]any{"type": "string"},
 			"duration_ms": map[string]any{"type": "integer"},
 			"truncated":   map[string]any{"type": "boolean", "description": "true when a stream was cut at the output cap"},
+			"denied":      map[string]any{"type": "boolean", "description": "true when wraptool refused the call (nothing ran)"},
+			"call_id": map[string]any{"type": "string", "description": "names a refused call for " + policy.RequestTool +
+				" (call_id), to ask for exactly this call"},
+			"command": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "the refused call as it would have run"},
+			"reason":  map[string]any{"type": "string", "description": "why the call was refused"},
 		},
-		"required": []string{"exit_code", "stdout", "stderr", "duration_ms", "truncated"},
 	}
 }
 

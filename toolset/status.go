@@ -34,6 +34,20 @@ type StatusEntry struct {
 	DecidedAt  *time.Time `json:"decided_at,omitempty"`
 	Reason     *string    `json:"reason,omitempty"`
 	Applied    *bool      `json:"applied,omitempty"`
+	// Grant is a temporary grant's terms (CONTRACT §13): once, or until a
+	// time; used_at once a once-grant was used.
+	Grant *StatusGrant `json:"grant,omitempty"`
+	// Command is an exact-call request's call, as it would run.
+	Command []string `json:"command,omitempty"`
+}
+
+// StatusGrant is what the assistant learns of a grant: its terms, not the
+// config path or policy hash it is bound to.
+type StatusGrant struct {
+	Once   bool       `json:"once,omitempty"`
+	Until  time.Time  `json:"until"`
+	UsedAt *time.Time `json:"used_at,omitempty"`
+	Exact  bool       `json:"exact,omitempty"`
 }
 
 // StatusResult is wraptool_request_status's answer, as structuredContent
@@ -130,6 +144,13 @@ func recent(recs []*requests.Record) []StatusEntry {
 }
 
 func entry(r *requests.Record) StatusEntry {
-	return StatusEntry{ID: r.ID, Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags, Status: r.Status,
+	e := StatusEntry{ID: r.ID, Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags, Status: r.Status,
 		CreatedAt: r.CreatedAt, DecidedAt: r.DecidedAt, Reason: r.Reason, Applied: r.Applied}
+	if g := r.Grant; g != nil {
+		e.Grant = &StatusGrant{Once: g.Once, Until: g.Until, UsedAt: g.UsedAt, Exact: g.Exact}
+	}
+	if r.Call != nil {
+		e.Command = r.Call.Command
+	}
+	return e
 }

@@ -116,14 +116,14 @@ func (u *UI) apiList(w http.ResponseWriter, r *http.Request, s site) {
 	writeJSON(w, http.StatusOK, shown)
 }
 
-// approveBody is POST /api/requests/{id}/approve's body. Once and For are
-// the temporary grants of CONTRACT §13, which this build does not have:
-// they are recognised only to refuse them by name.
+// approveBody is POST /api/requests/{id}/approve's body: apply, or a
+// temporary grant (CONTRACT §13) for once or for a Go duration, and
+// unlisted_ok. A wrong type is a malformed body (400).
 type approveBody struct {
-	Apply      bool            `json:"apply"`
-	UnlistedOK bool            `json:"unlisted_ok"`
-	Once       json.RawMessage `json:"once"`
-	For        json.RawMessage `json:"for"`
+	Apply      bool   `json:"apply"`
+	UnlistedOK bool   `json:"unlisted_ok"`
+	Once       bool   `json:"once"`
+	For        string `json:"for"`
 }
 
 func (u *UI) apiApprove(w http.ResponseWriter, r *http.Request, s site, id string) {
@@ -132,12 +132,12 @@ func (u *UI) apiApprove(w http.ResponseWriter, r *http.Request, s site, id strin
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if b.Once != nil || b.For != nil {
-		writeError(w, http.StatusBadRequest, "temporary grants (once, for) are not supported by this build of wraptool: "+
-			`approve with {"apply":true} to merge the capability into the config, or {} to record the approval alone`)
+	term, err := grantTerms(b.Apply, b.Once, b.For)
+	if err != nil {
+		writeError(w, statusOf(err), err.Error())
 		return
 	}
-	out, err := u.approve(r.Context(), s, id, approval{apply: b.Apply, unlistedOK: b.UnlistedOK})
+	out, err := u.approve(r.Context(), s, id, approval{apply: b.Apply, unlistedOK: b.UnlistedOK, grant: term})
 	if err != nil {
 		writeError(w, statusOf(err), err.Error())
 		return

@@ -2,6 +2,7 @@ package webui
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -136,10 +137,30 @@ func TestAPIApprove(t *testing.T) {
 		{name: "a second JSON value is 400", tool: "git", sub: []string{"push"}, body: `{} {}`, want: 400, wantErr: "more than one"},
 		{name: "an unknown field is 400", tool: "git", sub: []string{"push"}, body: `{"aply":true}`, want: 400, wantErr: "aply"},
 		{name: "a wrong type is 400", tool: "git", sub: []string{"push"}, body: `{"apply":"yes"}`, want: 400},
-		{name: "once is refused: this build has no temporary grants", tool: "git", sub: []string{"push"}, body: `{"apply":false,"once":true}`,
-			want: 400, wantErr: "temporary grants"},
-		{name: "for is refused: this build has no temporary grants", tool: "git", sub: []string{"push"}, body: `{"apply":false,"for":"8h"}`,
-			want: 400, wantErr: "temporary grants"},
+		{name: "once and for together are 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"once":true,"for":"8h"}`, want: 400, wantErr: "once and for do not combine"},
+		{name: "apply with once is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"apply":true,"once":true}`, want: 400, wantErr: "apply does not combine with once or for"},
+		{name: "apply with for is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"apply":true,"for":"1h"}`, want: 400, wantErr: "apply does not combine with once or for"},
+		{name: "a for that is not a duration is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"for":"8 hours"}`, want: 400, wantErr: `for "8 hours" is not a duration`},
+		{name: "a for without a unit is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"for":"8"}`, want: 400, wantErr: "is not a duration"},
+		{name: "a zero for is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"for":"0s"}`, want: 400, wantErr: "must be positive"},
+		{name: "a negative for is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"for":"-1h"}`, want: 400, wantErr: "must be positive"},
+		{name: "a for over 168h is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"for":"168h1s"}`, want: 400, wantErr: "at most 168h0m0s"},
+		{name: "a once that is not a boolean is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"once":"yes"}`, want: 400, wantErr: "malformed"},
+		{name: "a for that is not a string is 400", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"for":3600}`, want: 400, wantErr: "malformed"},
+		{name: "usage is checked before the id: an unknown id with once and for is 400", tool: "git", sub: []string{"push"},
+			id: "req_ffffffff", body: `{"once":true,"for":"1h"}`, want: 400, wantErr: "do not combine"},
+		{name: "once false and for empty record the approval alone", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"apply":false,"once":false,"for":""}`, want: 200},
 		{name: "a flag the help does not list is 422", tool: "git", sub: []string{"push"}, flags: []string{"--rece"}, body: `{}`,
 			want: 422, wantErr: "--rece (NOT IN 'git push --help')"},
 		{name: "unlisted_ok approves a flag the help does not list", tool: "git", sub: []string{"push"}, flags: []string{"--rece"},
@@ -244,6 +265,218 @@ func TestAPIDeny(t *testing.T) {
 			rec := w.record(t)
 			if rec.Status != "denied" || rec.Reason == nil || *rec.Reason != tt.wantReason || rec.DecidedBy != "admin" || *rec.Applied {
 				t.Errorf("record %+v: want denied by admin with reason %q, not applied", rec, tt.wantReason)
+			}
+		})
+	}
+}
+
+// TestAPIApproveGrants grants capabilities for now (CONTRACT §13), refused
+// as `requests approve --once|--for` refuses them: 422, the request left
+// pending and the config untouched.
+func TestAPIApproveGrants(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		tool      string
+		sub       []string
+		flags     []string
+		decided   bool   // deny it first
+		id        string // instead of the filed request's
+		body      string
+		want      int
+		wantErr   string        // a substring of the error
+		wantOnce  bool          // the grant's kind
+		wantUntil time.Duration // the grant's until, from the UI's clock
+	}{
+		{name: "once grants one call within 24h", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"apply":false,"once":true}`, want: 200, wantOnce: true, wantUntil: 24 * time.Hour},
+		{name: "for 8h grants calls for 8 hours", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"apply":false,"for":"8h"}`, want: 200, wantUntil: 8 * time.Hour},
+		{name: "for takes any Go duration", tool: "git", sub: []string{"fetch"}, flags: []string{"--prune"},
+			body: `{"for":"1h30m"}`, want: 200, wantUntil: 90 * time.Minute},
+		{name: "for 168h is the longest", tool: "git", sub: []string{"push"}, flags: []string{"--tags"},
+			body: `{"for":"168h"}`, want: 200, wantUntil: 168 * time.Hour},
+		{name: "a grant on a subcommand a deny rule covers is 422", tool: "git", sub: []string{"config"}, flags: []string{"--global"},
+			body: `{"once":true}`, want: 422, wantErr: "stays pending: deny rule"},
+		{name: "a grant for a tool the config lacks is 422", tool: "curl", sub: []string{"get"},
+			body: `{"for":"1h"}`, want: 422, wantErr: "not in the config"},
+		{name: "a grant of a flag no rule could hold is 422", tool: "git", sub: []string{"fetch"}, flags: []string{"not-a-flag"},
+			body: `{"once":true}`, want: 422, wantErr: "not a flag"},
+		{name: "a grant of a flag the help does not list is 422", tool: "git", sub: []string{"push"}, flags: []string{"--rece"},
+			body: `{"once":true}`, want: 422, wantErr: "--rece (NOT IN 'git push --help')"},
+		{name: "unlisted_ok grants a flag the help does not list", tool: "git", sub: []string{"push"}, flags: []string{"--rece"},
+			body: `{"once":true,"unlisted_ok":true}`, want: 200, wantOnce: true, wantUntil: 24 * time.Hour},
+		{name: "a grant for any subcommand is 422 where the tool has no bare rule", tool: "git", flags: []string{"-C"},
+			body: `{"for":"8h"}`, want: 422, wantErr: "<ANY SUBCOMMAND>"},
+		{name: "a grant on a decided request is 409", tool: "git", sub: []string{"push"}, flags: []string{"--tags"}, decided: true,
+			body: `{"once":true}`, want: 409, wantErr: "already denied"},
+		{name: "a grant on an unknown id is 404", tool: "git", sub: []string{"push"}, id: "req_ffffffff",
+			body: `{"once":true}`, want: 404, wantErr: "req_ffffffff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			before := readFile(t, f.config)
+			id := f.submit(t, tt.tool, tt.sub, tt.flags, "for now")
+			if tt.decided {
+				if w := f.apiPost(t, id, "deny", `{}`); w.Code != 200 {
+					t.Fatalf("deny first: %d %s", w.Code, w.Body)
+				}
+			}
+			target := id
+			if tt.id != "" {
+				target = tt.id
+			}
+			w := f.apiPost(t, target, "approve", tt.body)
+			if w.Code != tt.want {
+				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.want, w.Body)
+			}
+			if after := readFile(t, f.config); after != before {
+				t.Errorf("a grant changed the config:\n%s", after)
+			}
+			if tt.want != 200 {
+				if msg := jsonError(t, w.ResponseRecorder); !strings.Contains(msg, tt.wantErr) {
+					t.Errorf("error %q does not contain %q", msg, tt.wantErr)
+				}
+				if want := map[bool]string{true: "denied", false: "pending"}[tt.decided]; f.status(t, id) != want {
+					t.Errorf("the request is %s, want %s", f.status(t, id), want)
+				}
+				return
+			}
+			if !strings.Contains(w.Body.String(), `"grant":{`) {
+				t.Errorf("the answer carries no grant: %s", w.Body)
+			}
+			rec := w.record(t)
+			if rec.Status != "approved" || rec.DecidedBy != "admin" || rec.Applied == nil || *rec.Applied {
+				t.Errorf("record %+v: want approved by admin, not applied", rec)
+			}
+			want := &requests.Grant{Once: tt.wantOnce, Until: f.clock.now().Add(tt.wantUntil), Config: f.config}
+			if diff := grantDiff(rec.Grant, want); diff != "" {
+				t.Errorf("the answer's grant: %s", diff)
+			}
+			// What the log holds, signed and folded, is what was answered.
+			if diff := grantDiff(f.record(t, id).Grant, want); diff != "" {
+				t.Errorf("the log's grant: %s", diff)
+			}
+		})
+	}
+}
+
+// grantDiff says how got differs from want; "" when it does not.
+func grantDiff(got, want *requests.Grant) string {
+	switch {
+	case got == nil && want == nil:
+		return ""
+	case got == nil || want == nil:
+		return fmt.Sprintf("got %+v, want %+v", got, want)
+	case got.Once != want.Once || !got.Until.Equal(want.Until) || got.Exact != want.Exact || got.Policy != want.Policy ||
+		got.Config != want.Config || (got.UsedAt == nil) != (want.UsedAt == nil):
+		return fmt.Sprintf("got {once %v until %s used %v exact %v policy %q config %q}, want {once %v until %s used %v exact %v policy %q config %q}",
+			got.Once, got.Until.UTC().Format(time.RFC3339), got.UsedAt, got.Exact, got.Policy, got.Config,
+			want.Once, want.Until.UTC().Format(time.RFC3339), want.UsedAt, want.Exact, want.Policy, want.Config)
+	}
+	return ""
+}
+
+// TestAPIApproveExactCall grants an exact-call request (CONTRACT §13,
+// "Exact-call requests") exactly as `requests approve` does: refused (422,
+// still pending) when the policy changed since the denial, when the
+// recorded command is not what its arguments build, and when the call is
+// refused for a reason no exact grant lifts; a plain approval or an apply
+// takes its capability as for any request.
+func TestAPIApproveExactCall(t *testing.T) {
+	t.Parallel()
+	push := map[string]any{"force": true, "args": []any{"origin", "main"}}
+	tests := []struct {
+		name      string
+		sub       []string
+		flags     []string
+		params    map[string]any
+		edit      func(*requests.Call) // the call as filed
+		change    bool                 // edit the config after the denial
+		body      string
+		want      int
+		wantErr   string
+		wantGrant bool // the decision carries an exact grant
+		wantOnce  bool
+		wantUntil time.Duration
+		wantConf  string // a substring of the config afterwards; "" for unchanged
+	}{
+		{name: "once grants exactly the call", sub: []string{"push"}, flags: []string{"--force"}, params: push,
+			body: `{"once":true}`, want: 200, wantGrant: true, wantOnce: true, wantUntil: 24 * time.Hour},
+		{name: "for 8h grants exactly the call for 8 hours", sub: []string{"push"}, flags: []string{"--force"}, params: push,
+			body: `{"for":"8h"}`, want: 200, wantGrant: true, wantUntil: 8 * time.Hour},
+		{name: "a call with too many positionals is granted: an exact grant lifts the count", sub: []string{"push"},
+			params: map[string]any{"args": []any{"origin", "main", "next"}}, body: `{"once":true}`, want: 200, wantGrant: true,
+			wantOnce: true, wantUntil: 24 * time.Hour},
+		{name: "a policy changed since the denial is 422", sub: []string{"push"}, flags: []string{"--force"}, params: push, change: true,
+			body: `{"once":true}`, want: 422, wantErr: "stays pending: the config, an overrides file or an env file changed since the call was refused"},
+		{name: "a policy hash that is not the config's is 422", sub: []string{"push"}, flags: []string{"--force"}, params: push,
+			edit: func(c *requests.Call) { c.Policy = strings.Repeat("0", 64) }, body: `{"for":"1h"}`, want: 422, wantErr: "changed since the call was refused"},
+		{name: "a subcommand a deny rule covers is 422", sub: []string{"config"}, flags: []string{"--global"},
+			params: map[string]any{"global": true, "args": []any{"user.name", "x"}}, body: `{"once":true}`, want: 422,
+			wantErr: "no grant can allow it: "},
+		{name: "a positional that looks like a flag is 422", sub: []string{"push"}, flags: []string{"--force"},
+			params: map[string]any{"force": true, "args": []any{"-rf"}}, body: `{"for":"1h"}`, want: 422, wantErr: "no grant can allow it: "},
+		{name: "a command the arguments do not build is 422", sub: []string{"push"}, flags: []string{"--force"}, params: push,
+			edit: func(c *requests.Call) { c.Command = append(c.Command, "--mirror") }, body: `{"once":true}`, want: 422,
+			wantErr: "the recorded command is not what these arguments build"},
+		{name: "a flag the help does not list needs unlisted_ok", sub: []string{"push"}, flags: []string{"--rece"},
+			params: map[string]any{"rece": true}, body: `{"once":true}`, want: 422, wantErr: "--rece (NOT IN 'git push --help')"},
+		{name: "unlisted_ok grants it", sub: []string{"push"}, flags: []string{"--rece"},
+			params: map[string]any{"rece": true}, body: `{"once":true,"unlisted_ok":true}`, want: 200, wantGrant: true,
+			wantOnce: true, wantUntil: 24 * time.Hour},
+		{name: "a plain approval records no grant", sub: []string{"push"}, flags: []string{"--force"}, params: push, body: `{}`, want: 200},
+		{name: "apply merges its capability into the config", sub: []string{"push"}, flags: []string{"--force"}, params: push,
+			body: `{"apply":true}`, want: 200, wantConf: "          - --force\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			id := f.submitExact(t, tt.sub, tt.flags, tt.params, tt.edit)
+			hash := f.record(t, id).Call.Policy
+			if tt.change {
+				writeFile(t, f.config, readFile(t, f.config)+"# edited after the denial\n")
+			}
+			before := readFile(t, f.config)
+			w := f.apiPost(t, id, "approve", tt.body)
+			if w.Code != tt.want {
+				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.want, w.Body)
+			}
+			after := readFile(t, f.config)
+			if tt.want != 200 {
+				if msg := jsonError(t, w.ResponseRecorder); !strings.Contains(msg, tt.wantErr) {
+					t.Errorf("error %q does not contain %q", msg, tt.wantErr)
+				}
+				if f.status(t, id) != "pending" {
+					t.Errorf("the request is %s, want pending", f.status(t, id))
+				}
+				if after != before {
+					t.Errorf("a refused grant changed the config:\n%s", after)
+				}
+				return
+			}
+			rec := w.record(t)
+			if rec.Status != "approved" || rec.DecidedBy != "admin" || rec.Call == nil {
+				t.Errorf("record %+v: want an approved exact-call request", rec)
+			}
+			var want *requests.Grant
+			if tt.wantGrant {
+				want = &requests.Grant{Once: tt.wantOnce, Until: f.clock.now().Add(tt.wantUntil), Exact: true, Policy: hash, Config: f.config}
+			}
+			if diff := grantDiff(rec.Grant, want); diff != "" {
+				t.Errorf("the answer's grant: %s", diff)
+			}
+			if diff := grantDiff(f.record(t, id).Grant, want); diff != "" {
+				t.Errorf("the log's grant: %s", diff)
+			}
+			switch {
+			case tt.wantConf != "" && !strings.Contains(after, tt.wantConf):
+				t.Errorf("config after apply lacks %q:\n%s", tt.wantConf, after)
+			case tt.wantConf == "" && after != before:
+				t.Errorf("the config changed:\n%s", after)
 			}
 		})
 	}

@@ -181,7 +181,8 @@ func (u *UI) signedPost(w http.ResponseWriter, r *http.Request, s site, next fun
 	})
 }
 
-// decideForm is POST /requests/{id}/decide: the review page's buttons.
+// decideForm is POST /requests/{id}/decide: the review page's buttons
+// (Approve, Approve once, for 1 hour, for 8 hours, Apply to config, Deny).
 func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sessionRef, id string) {
 	unlistedOK := r.PostFormValue("unlisted_ok") != ""
 	var f flash
@@ -189,6 +190,10 @@ func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sess
 	case "approve":
 		_, err := u.approve(r.Context(), s, id, approval{unlistedOK: unlistedOK})
 		f = result(err, "approved "+requests.Token(id))
+	case "once", "1h", "8h":
+		term := formGrants[r.PostFormValue("action")]
+		out, err := u.approve(r.Context(), s, id, approval{unlistedOK: unlistedOK, grant: &term})
+		f = result(err, "approved "+requests.Token(id)+" "+out.granted+"; the config is not changed")
 	case "apply":
 		to := requestPath(id, "apply")
 		if unlistedOK {
@@ -200,7 +205,7 @@ func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sess
 		_, err := u.deny(r.Context(), s, id, r.PostFormValue("reason"))
 		f = result(err, "denied "+requests.Token(id))
 	default:
-		http.Error(w, "bad request: action must be approve, apply or deny", http.StatusBadRequest)
+		http.Error(w, "bad request: action must be approve, once, 1h, 8h, apply or deny", http.StatusBadRequest)
 		return
 	}
 	u.sessions.setFlash(ref, f)

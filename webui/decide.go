@@ -87,12 +87,16 @@ func (u *UI) take(ctx context.Context) (release func(), err error) {
 type approval struct {
 	apply      bool // merge into the config first
 	unlistedOK bool // the operator accepts flags the help does not list
+	// grant makes the approval temporary (CONTRACT §13); nil for a plain
+	// approval or an apply, which it never combines with.
+	grant *requests.Term
 }
 
 // approved is a recorded approval.
 type approved struct {
 	rec     *requests.Record // folded after the decision
 	applied string           // the merge line ("added flags --x to git push"); "" without apply
+	granted string           // the grant's term ("once (within 24h)", "until …"); "" without a grant
 }
 
 // approve approves request id as `wraptool requests approve` does: a
@@ -100,6 +104,9 @@ type approved struct {
 // help does not list only with unlistedOK, and with apply the config is
 // merged first and the decision recorded only once the merge is written.
 // A refused apply leaves the config untouched and the request pending.
+// With a grant the config is never touched: the decision carries the grant,
+// refused (422, the request stays pending) where --once or --for would be
+// (see grantRefusal).
 func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approved, error) {
 	release, err := u.take(ctx)
 	if err != nil {
@@ -114,6 +121,12 @@ func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approv
 		return approved{}, refusef(http.StatusUnprocessableEntity,
 			"%s asks for %s <ANY SUBCOMMAND>: that can be approved only where the tool already has a bare rule (subcommand: [])",
 			requests.Token(id), requests.Token(r.Tool))
+	}
+	if a.grant != nil {
+		if err := grantRefusal(ctx, s, r); err != nil {
+			u.log.Warn("grant refused", "id", id, "err", err)
+			return approved{}, err
+		}
 	}
 	if unl := unlistedFlags(s.Helps, r); len(unl) > 0 && !a.unlistedOK {
 		return approved{}, refusef(http.StatusUnprocessableEntity,
@@ -132,15 +145,24 @@ func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approv
 		u.log.Info("request applied to the config", "id", id, "applied", out.applied)
 	}
 	// The decision is written only after the config write succeeded.
+	now := u.now()
 	d := requests.Decision{Status: requests.StatusApproved, Applied: a.apply, DecidedBy: decidedBy}
-	if err := requests.Decide(ctx, s.RequestLog, id, d, u.now()); err != nil {
+	if a.grant != nil {
+		d.Grant = a.grant.Grant(r, config.CanonicalPath(s.ConfigPath), now)
+	}
+	if err := requests.Decide(ctx, s.RequestLog, id, d, now); err != nil {
 		st, msg := decideFailure(id, err)
 		if a.apply {
 			msg = fmt.Sprintf("the config was changed (%s), but the decision could not be recorded: %s", out.applied, msg)
 		}
 		return approved{}, &refusal{st, msg}
 	}
-	u.log.Info("request approved", "id", id, "applied", a.apply)
+	if a.grant != nil {
+		out.granted = a.grant.String(now)
+		u.log.Info("request granted", "id", id, "grant", a.grant.String(now), "exact", r.Call != nil)
+	} else {
+		u.log.Info("request approved", "id", id, "applied", a.apply)
+	}
 	rec, err := u.record(s, id)
 	if err != nil {
 		return approved{}, err

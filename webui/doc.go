@@ -22,6 +22,16 @@
 // by html/template: a request can neither run script in the page nor pass
 // for another request.
 //
+// # Temporary grants
+//
+// Approve once, for 1 hour or for 8 hours (the API's once and for) write a
+// decision carrying a grant (CONTRACT §13) and never touch the config. They
+// follow `wraptool requests approve --once|--for` rule for rule: refused
+// where --apply would be (an unknown tool, a deny rule covering the
+// subcommand, a merge that does not validate) and, for an exact-call
+// request, when the config's policy hash is no longer the one recorded at
+// the denial or the call is refused for a reason no exact grant lifts.
+//
 // # Concurrency
 //
 // A UI is safe for concurrent use by the HTTP server's goroutines and
@@ -29,7 +39,7 @@
 // per HTTP request and uses that snapshot throughout, so a reload in the
 // middle of a request never mixes two configs. Sessions live in memory,
 // in a map guarded by one mutex held only for map operations (never across
-// I/O). Decisions (approve, apply, deny) made through one UI run one at a
+// I/O). Decisions (approve, apply, grant, deny) made through one UI run one at a
 // time, waiting for their turn only while the HTTP request's context lasts;
 // other writers of the request log and the config (the CLI, the server) are
 // kept apart by those files' own locks.

@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -293,4 +294,71 @@ func jsonError(t *testing.T, w *httptest.ResponseRecorder) string {
 		t.Errorf("error Content-Type = %q, want application/json", ct)
 	}
 	return e["error"]
+}
+
+// loadFixture loads the fixture's config as the UI checks an exact call:
+// its policy (typed by the fixture's help) and its policy hash.
+func (f *fixture) loadFixture(t *testing.T) *config.Loaded {
+	t.Helper()
+	l, err := config.LoadFile(t.Context(), f.config, &config.LoadOptions{Paths: f.src.Current().Paths, Tokens: config.TokensOptional,
+		Introspect: func(context.Context, *config.Config, bool) (policy.Helps, error) { return testHelps, nil }})
+	if err != nil {
+		t.Fatalf("load fixture config: %v", err)
+	}
+	return l
+}
+
+// submitExact files an exact-call request as the server does after a
+// denial (CONTRACT §13): the call's canonical arguments, the command the
+// config builds of them, the fixture's folder as its directory and the
+// config's policy hash. edit, when set, changes the call before it is
+// filed (a command the arguments do not build).
+func (f *fixture) submitExact(t *testing.T, sub, flags []string, params map[string]any, edit func(*requests.Call)) string {
+	t.Helper()
+	l := f.loadFixture(t)
+	raw, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := requests.CanonicalArguments(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server decodes arguments with UseNumber, as the UI does.
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.UseNumber()
+	decoded := map[string]any{}
+	if err := dec.Decode(&decoded); err != nil {
+		t.Fatal(err)
+	}
+	command, ok := l.Policy.Command(policy.Call{Tool: "git", Subcommand: sub, Params: decoded})
+	if !ok {
+		t.Fatalf("the fixture builds no command of git %v %v", sub, params)
+	}
+	call := &requests.Call{Tool: "git_" + strings.Join(sub, "_"), Arguments: args, Command: command, Cwd: f.dir, Dir: "2049:131", Policy: l.PolicyHash()}
+	if edit != nil {
+		edit(call)
+	}
+	s, err := requests.Submit(t.Context(), f.log, requests.Request{Tool: "git", Subcommand: sub, Flags: flags,
+		Rationale: "the exact call", Enables: "this one push", Call: call}, f.clock.now())
+	if err != nil {
+		t.Fatalf("submit an exact-call request: %v", err)
+	}
+	return s.ID
+}
+
+// record is request id as the log folds it.
+func (f *fixture) record(t *testing.T, id string) *requests.Record {
+	t.Helper()
+	recs, _, err := requests.Read(f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no request %s in the log", id)
+	return nil
 }

@@ -93,10 +93,18 @@ func TestReviewPageShowsFlagsWithTheirHelpAndMarks(t *testing.T) {
 		if got, want := strings.Contains(a, `name="unlisted_ok"`), id == prefix; got != want {
 			t.Errorf("%s: unlisted_ok offered = %v, want %v", id, got, want)
 		}
-		for _, button := range []string{`value="approve">Approve</button>`, `value="apply">Apply to config</button>`, `>Deny</button>`, `name="reason"`} {
+		for _, button := range []string{`value="approve">Approve</button>`, `value="once">Approve once</button>`,
+			`value="1h" aria-label="Approve for 1 hour">1 hour</button>`, `value="8h" aria-label="Approve for 8 hours">8 hours</button>`,
+			`value="apply">Apply to config</button>`, `>Deny</button>`, `name="reason"`} {
 			if !strings.Contains(a, button) {
 				t.Errorf("%s lacks %s", id, button)
 			}
+		}
+		// The grant buttons are the Approve form's, so they carry its
+		// unlisted_ok box and CSRF token.
+		approve := a[strings.Index(a, `class="approve"`):strings.Index(a, `class="deny"`)]
+		if !strings.Contains(approve, `value="once"`) || !strings.Contains(approve, `value="8h"`) || !strings.Contains(approve, `name="csrf"`) {
+			t.Errorf("%s: the grant buttons are not in the Approve form", id)
 		}
 		// Enter in the reason field must deny, never approve: the reason
 		// has a form of its own.
@@ -525,5 +533,185 @@ func TestABrowserSessionOverHTTP(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("the page on %s: %d, want 403", ln.Addr(), resp.StatusCode)
+	}
+}
+
+// TestReviewPageShowsAnExactCall shows an exact-call request as the CLI
+// does: the command, each token escaped, and its directory, in place of the
+// flags with their help lines; then its grant in the history.
+func TestReviewPageShowsAnExactCall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, csrf := f.signIn(t)
+	id := f.submitExact(t, []string{"push"}, []string{"--force"},
+		map[string]any{"force": true, "args": []any{"origin", "ma\u202ein\\x <b>"}}, nil)
+	page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
+	if strings.Contains(page, "\u202e") || strings.Contains(page, "<b>") {
+		t.Errorf("the page holds the command raw")
+	}
+	article := page[strings.Index(page, `<article class="request">`):strings.Index(page, `</article>`)]
+	read := text(article)
+	for _, want := range []string{
+		`git push --force origin "ma\u202ein\\x <b>"`, // requests.Command: quoted where a shell would split or read it
+		"in " + requests.Token(f.dir),
+		"exactly this call, nothing like it",
+		"Approve and Apply to config take its kind of call: git push --force",
+	} {
+		if !strings.Contains(read, want) {
+			t.Errorf("the request does not read %q:\n%s", want, read)
+		}
+	}
+	if strings.Contains(read, "force updates") || strings.Contains(article, `class="flags"`) {
+		t.Errorf("an exact-call request shows the flags with their help lines:\n%s", read)
+	}
+
+	w := f.post(t, cookie, "/requests/"+id+"/decide", url.Values{"csrf": {csrf}, "action": {"once"}})
+	if got := f.flashAfter(t, cookie, w); got != "ok: approved "+id+" once (within 24h); the config is not changed" {
+		t.Errorf("flash %q", got)
+	}
+	page = f.do(t, call{target: "/", cookie: cookie}).Body.String()
+	hist := text(page[strings.Index(page, `<section class="history">`):strings.Index(page, `<section class="policy">`)])
+	if want := `approved onceadminnoexactly: git push --force origin "ma\u202ein\\x <b>"`; !strings.Contains(hist, want) {
+		t.Errorf("history does not read %q:\n%s", want, hist)
+	}
+}
+
+// TestPageGrants drives the Approve once, 1 hour and 8 hours buttons: the
+// decision carries the grant, the flash says its term, and a refusal shows
+// its reason as an apply's does, leaving the request pending.
+func TestPageGrants(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		sub       []string
+		flags     []string
+		exact     bool // file an exact-call request
+		change    bool // edit the config after filing
+		form      url.Values
+		wantFlash string // a prefix, after "req_…" is replaced by ID
+		wantGrant *requests.Grant
+	}{
+		{name: "Approve once grants one call within 24h", sub: []string{"push"}, flags: []string{"--tags"},
+			form: url.Values{"action": {"once"}}, wantFlash: "ok: approved ID once (within 24h); the config is not changed",
+			wantGrant: &requests.Grant{Once: true, Until: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}},
+		{name: "1 hour grants calls for an hour", sub: []string{"push"}, flags: []string{"--tags"},
+			form: url.Values{"action": {"1h"}}, wantFlash: "ok: approved ID until 2026-03-01 13:00:00Z; the config is not changed",
+			wantGrant: &requests.Grant{Until: time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)}},
+		{name: "8 hours grants calls for 8 hours", sub: []string{"push"}, flags: []string{"--tags"},
+			form: url.Values{"action": {"8h"}}, wantFlash: "ok: approved ID until 2026-03-01 20:00:00Z",
+			wantGrant: &requests.Grant{Until: time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)}},
+		{name: "a grant a deny rule refuses shows why", sub: []string{"config"}, flags: []string{"--global"},
+			form: url.Values{"action": {"once"}}, wantFlash: "error: not granted, ID stays pending: deny rule tools.git.deny[0]"},
+		{name: "an unlisted flag is refused without the box", sub: []string{"push"}, flags: []string{"--rece"},
+			form: url.Values{"action": {"8h"}}, wantFlash: "error: not approved, ID stays pending: --rece (NOT IN 'git push --help')"},
+		{name: "an unlisted flag is granted with the box", sub: []string{"push"}, flags: []string{"--rece"},
+			form:      url.Values{"action": {"1h"}, "unlisted_ok": {"1"}},
+			wantFlash: "ok: approved ID until", wantGrant: &requests.Grant{Until: time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)}},
+		{name: "an exact call is granted exactly", sub: []string{"push"}, flags: []string{"--force"}, exact: true,
+			form: url.Values{"action": {"once"}}, wantFlash: "ok: approved ID once",
+			wantGrant: &requests.Grant{Once: true, Until: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC), Exact: true}},
+		{name: "an exact call under a changed policy shows why", sub: []string{"push"}, flags: []string{"--force"}, exact: true, change: true,
+			form: url.Values{"action": {"8h"}}, wantFlash: "error: not granted, ID stays pending: the config, an overrides file or an env file changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			cookie, csrf := f.signIn(t)
+			var id string
+			if tt.exact {
+				id = f.submitExact(t, tt.sub, tt.flags, map[string]any{"force": true, "args": []any{"origin", "main"}}, nil)
+			} else {
+				id = f.submit(t, "git", tt.sub, tt.flags, "for now")
+			}
+			if tt.change {
+				writeFile(t, f.config, readFile(t, f.config)+"# edited\n")
+			}
+			before := readFile(t, f.config)
+			tt.form.Set("csrf", csrf)
+			w := f.post(t, cookie, "/requests/"+id+"/decide", tt.form)
+			if loc := w.Header().Get("Location"); loc != "/" {
+				t.Fatalf("redirect to %q, want /", loc)
+			}
+			if got, want := f.flashAfter(t, cookie, w), strings.ReplaceAll(tt.wantFlash, "ID", id); !strings.HasPrefix(got, want) {
+				t.Errorf("flash %q, want it to start with %q", got, want)
+			}
+			if readFile(t, f.config) != before {
+				t.Errorf("a grant changed the config")
+			}
+			rec := f.record(t, id)
+			if tt.wantGrant == nil {
+				if rec.Status != "pending" {
+					t.Errorf("the request is %s, want pending", rec.Status)
+				}
+				return
+			}
+			want := *tt.wantGrant
+			want.Config = f.config
+			if tt.exact {
+				want.Policy = rec.Call.Policy
+			}
+			if rec.Status != "approved" || rec.DecidedBy != "admin" {
+				t.Errorf("the request is %s by %q, want approved by admin", rec.Status, rec.DecidedBy)
+			}
+			if diff := grantDiff(rec.Grant, &want); diff != "" {
+				t.Errorf("grant: %s", diff)
+			}
+		})
+	}
+}
+
+// TestHistoryShowsTheGrantState shows each decision's grant as `requests
+// list` does (requests.GrantStatus): once, until, used, expired.
+func TestHistoryShowsTheGrantState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, _ := f.signIn(t)
+	once := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "once")
+	used := f.submit(t, "git", []string{"push"}, []string{"--force"}, "used")
+	timed := f.submit(t, "git", []string{"fetch"}, []string{"--prune"}, "timed")
+	long := f.submit(t, "git", []string{"fetch"}, []string{"--all"}, "long")
+	plain := f.submit(t, "git", []string{"pull"}, []string{"--ff-only"}, "plain")
+	for id, body := range map[string]string{once: `{"once":true}`, used: `{"once":true}`, timed: `{"for":"1h"}`, long: `{"for":"72h"}`, plain: `{}`} {
+		if w := f.apiPost(t, id, "approve", body); w.Code != 200 {
+			t.Fatalf("approve %s %s: %d %s", id, body, w.Code, w.Body)
+		}
+	}
+	if _, err := requests.Open(f.log).UseGrant(t.Context(), used, f.clock.now()); err != nil {
+		t.Fatalf("use the once-grant: %v", err)
+	}
+	history := func() map[string]string {
+		t.Helper()
+		page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
+		rows := regexp.MustCompile(`(?s)<tr class="approved"><td><code>(req_[0-9a-f]+)</code></td><td>[^<]*</td><td>([^<]*)</td>`).FindAllStringSubmatch(page, -1)
+		out := map[string]string{}
+		for _, m := range rows {
+			out[m[1]] = html.UnescapeString(m[2])
+		}
+		return out
+	}
+	want := map[string]string{once: "approved once", used: "approved once, used", timed: "approved until 13:00Z",
+		long: "approved until 2026-03-04 12:00Z", plain: "approved"}
+	got := history()
+	if len(got) != len(want) {
+		t.Fatalf("history rows %v, want %v", got, want)
+	}
+	for id, state := range got {
+		if state != want[id] {
+			t.Errorf("%s: %q, want %q", id, state, want[id])
+		}
+	}
+	f.clock.advance(25 * time.Hour)
+	cookie, _ = f.signIn(t) // the session lasts 12 h
+	want = map[string]string{once: "approved once, expired", used: "approved once, used", timed: "approved until 13:00Z, expired",
+		long: "approved until 2026-03-04 12:00Z", plain: "approved"}
+	got = history()
+	if len(got) != len(want) {
+		t.Fatalf("history rows %v, want %v", got, want)
+	}
+	for id, state := range got {
+		if state != want[id] {
+			t.Errorf("a day later, %s: %q, want %q", id, state, want[id])
+		}
 	}
 }

@@ -285,6 +285,7 @@ func TestCSRFGuardsEveryCookiePost(t *testing.T) {
 	form := func(token string) url.Values {
 		return url.Values{"csrf": {token}, "action": {"deny"}, "reason": {"no"}}
 	}
+	grant := func(token, action string) url.Values { return url.Values{"csrf": {token}, "action": {action}} }
 	origin := func(o string) map[string]string { return map[string]string{"Origin": o} }
 	decide := "/requests/" + id + "/decide"
 	tests := []struct {
@@ -306,6 +307,14 @@ func TestCSRFGuardsEveryCookiePost(t *testing.T) {
 		{"an API POST with the cookie and a wrong CSRF header", call{target: "/api/requests/" + id + "/deny", body: `{}`,
 			header: map[string]string{"Origin": uiOrigin, "X-CSRF-Token": otherCSRF}}},
 		{"sign-out without the CSRF token", call{target: "/logout", form: url.Values{}, header: origin(uiOrigin)}},
+		{"an Approve once form without its CSRF token", call{form: url.Values{"action": {"once"}}, header: origin(uiOrigin)}},
+		{"an Approve once form from a foreign origin", call{form: grant(csrf, "once"), header: origin("http://evil.example")}},
+		{"a 1 hour form with another session's CSRF token", call{form: grant(otherCSRF, "1h"), header: origin(uiOrigin)}},
+		{"an 8 hours form with a wrong CSRF token", call{form: grant(strings.Repeat("0", 64), "8h"), header: origin(uiOrigin)}},
+		{"an 8 hours form without an Origin", call{form: grant(csrf, "8h")}},
+		{"an API grant with the cookie and no CSRF header", call{target: "/api/requests/" + id + "/approve", body: `{"once":true}`, header: origin(uiOrigin)}},
+		{"an API grant with the cookie and a wrong CSRF header", call{target: "/api/requests/" + id + "/approve", body: `{"for":"8h"}`,
+			header: map[string]string{"Origin": uiOrigin, "X-CSRF-Token": otherCSRF}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,6 +338,13 @@ func TestCSRFGuardsEveryCookiePost(t *testing.T) {
 		w := f.do(t, call{method: "POST", target: decide, cookie: cookie, form: form(csrf), header: origin(uiOrigin)})
 		if w.Code != http.StatusSeeOther || f.status(t, id) != "denied" {
 			t.Fatalf("status = %d, request %s; want 303 and denied; body %s", w.Code, f.status(t, id), w.Body)
+		}
+	})
+	t.Run("the page's own Approve once form passes", func(t *testing.T) {
+		id := f.submit(t, "git", []string{"push"}, []string{"--set-upstream"}, "track")
+		w := f.do(t, call{method: "POST", target: "/requests/" + id + "/decide", cookie: cookie, form: grant(csrf, "once"), header: origin(uiOrigin)})
+		if w.Code != http.StatusSeeOther || f.status(t, id) != "approved" {
+			t.Fatalf("status = %d, request %s; want 303 and approved; body %s", w.Code, f.status(t, id), w.Body)
 		}
 	})
 	t.Run("a script of the page passes with X-CSRF-Token", func(t *testing.T) {

@@ -65,11 +65,18 @@ type requestView struct {
 	Unlisted   bool   // some flag carries a NOT IN mark: offer unlisted_ok
 	AnyNote    string // why a request for no subcommand cannot be approved; "" when it can
 
+	// An exact-call request (CONTRACT §13): a grant allows exactly this
+	// command, escaped as the CLI shows it, in this directory.
+	Exact   bool
+	Command string
+	Cwd     string
+
 	DecideURL string
 	ApplyURL  string
 
 	// Decided requests only.
-	Status    string
+	Status    string // as in the log: the row's class
+	State     string // requests.GrantStatus: "approved once, used", "approved until 18:30Z", "denied"
 	DecidedAt string
 	DecidedBy string
 	Reason    string
@@ -133,7 +140,12 @@ func viewRequest(s site, r *requests.Record, now time.Time) requestView {
 		Tool: requests.Token(r.Tool), Subcommand: requests.Subcommand(r.Subcommand),
 		Rationale: requests.Text(r.Rationale), Enables: requests.Text(r.Enables),
 		DecideURL: requestPath(r.ID, "decide"), ApplyURL: requestPath(r.ID, "apply"),
-		Status: r.Status, DecidedBy: requests.Token(r.DecidedBy),
+		Status: r.Status, State: requests.GrantStatus(r, now), DecidedBy: requests.Token(r.DecidedBy),
+	}
+	if r.Call != nil {
+		v.Exact = true
+		v.Command = requests.Command(r.Call.Command)
+		v.Cwd = requests.Token(r.Call.Cwd)
 	}
 	for _, f := range r.Flags {
 		fv := flagView{Flag: requests.Token(f)}

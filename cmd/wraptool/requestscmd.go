@@ -30,6 +30,8 @@ func (a *app) requestsCommand() *ff.Command {
 		asJSON     bool
 		apply, yes bool
 		unlistedOK bool
+		once       bool
+		forArg     string
 		reason     string
 	)
 	listFlags := ff.NewFlagSet("list").SetParent(a.flags)
@@ -39,6 +41,8 @@ func (a *app) requestsCommand() *ff.Command {
 	approveFlags.BoolVar(&apply, 0, "apply", "also merge the capability into the config (it hot-reloads)")
 	approveFlags.BoolVar(&yes, 0, "yes", "do not ask for confirmation")
 	approveFlags.BoolVar(&unlistedOK, 0, "unlisted-ok", "approve flags the subcommand's help does not list, spelled exactly")
+	approveFlags.BoolVar(&once, 0, "once", "allow one call, within 24h, without changing the config")
+	approveFlags.StringVar(&forArg, 0, "for", "", "allow calls for this long (a Go duration, at most 168h), without changing the config")
 	denyFlags := ff.NewFlagSet("deny").SetParent(a.flags)
 	denyFlags.StringVar(&reason, 0, "reason", "", "why, for the assistant (it reads it back with wraptool_request_status)")
 
@@ -58,18 +62,24 @@ func (a *app) requestsCommand() *ff.Command {
 		},
 	}
 	approve := &ff.Command{
-		Name: "approve", Usage: "wraptool requests approve ID [--apply] [--yes] [--unlisted-ok]",
-		ShortHelp: "approve a request, and with --apply merge it into the config",
+		Name: "approve", Usage: "wraptool requests approve ID [--apply | --once | --for DURATION] [--yes] [--unlisted-ok]",
+		ShortHelp: "approve a request: by hand, merged into the config (--apply), or for now (--once, --for)",
 		LongHelp: "Prints what approving grants (the rule as it will stand: every flag with its help line,\n" +
-			"the positional limit), asks approve? [y/N] when stdin is a terminal (unless --yes), then\n" +
-			"records the decision. Flags may come before or after the ID.",
+			"the positional limit; or, for an exact-call request, the exact command), asks approve? [y/N]\n" +
+			"when stdin is a terminal (unless --yes), then records the decision. --once and --for grant\n" +
+			"the capability (or the exact call) in memory, through the request log, without touching the\n" +
+			"config. Flags may come before or after the ID.",
 		Flags: approveFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			id, err := oneID("approve", approveFlags, args)
 			if err != nil {
 				return err
 			}
-			return a.approve(ctx, id, apply, yes, unlistedOK)
+			g, err := grantTerms(apply, once, forArg)
+			if err != nil {
+				return err
+			}
+			return a.approve(ctx, id, approval{apply: apply, yes: yes, unlistedOK: unlistedOK, grant: g})
 		},
 	}
 	deny := &ff.Command{
@@ -216,8 +226,13 @@ func (a *app) listRequests(ctx context.Context, status string, asJSON bool) erro
 	}
 	rows := [][]string{{"ID", "AGE", "STATUS", "TOOL", "SUBCOMMAND", "FLAGS", "RATIONALE"}}
 	for _, r := range shown {
-		rows = append(rows, []string{requests.Token(r.ID), requests.Age(time.Now(), r.CreatedAt), r.Status, requests.Token(r.Tool),
-			requests.Subcommand(r.Subcommand), o.flagsText(r), requests.Text(r.Rationale)})
+		flags := o.flagsText(r)
+		if r.Call != nil {
+			// An exact-call request: the command itself, as it would run.
+			flags = "exactly: " + requests.Command(r.Call.Command)
+		}
+		rows = append(rows, []string{requests.Token(r.ID), requests.Age(time.Now(), r.CreatedAt), requests.GrantStatus(r, time.Now()),
+			requests.Token(r.Tool), requests.Subcommand(r.Subcommand), flags, requests.Text(r.Rationale)})
 	}
 	// The rationale gets what the other columns leave of the width.
 	used := 0
@@ -257,7 +272,26 @@ func (o *operator) unlisted(r *requests.Record, flag string) bool {
 	return policy.Unlisted(o.loaded.Helps, r.Tool, r.Subcommand, flag)
 }
 
-func (a *app) approve(ctx context.Context, id string, apply, yes, unlistedOK bool) error {
+// approval is what `requests approve` was asked to do.
+type approval struct {
+	apply, yes, unlistedOK bool
+	// grant is a temporary grant's terms; nil for a plain approval or
+	// --apply.
+	grant *requests.Term
+}
+
+// grantTerms checks --apply, --once and --for together (CONTRACT §1: any
+// two of them, or a bad duration, is a usage error).
+func grantTerms(apply, once bool, forArg string) (*requests.Term, error) {
+	t, err := requests.ParseTerm(apply, once, forArg, func(name string) string { return "--" + name })
+	if err != nil {
+		return nil, usageErrorf("requests approve: %v", err)
+	}
+	return t, nil
+}
+
+func (a *app) approve(ctx context.Context, id string, ap approval) error {
+	apply, yes, unlistedOK := ap.apply, ap.yes, ap.unlistedOK
 	o, err := a.operator(ctx)
 	if err != nil {
 		return err
@@ -279,10 +313,22 @@ func (a *app) approve(ctx context.Context, id string, apply, yes, unlistedOK boo
 		}
 	}
 	a.printRequest(r)
-	effect, previewErr := a.effect(o, r)
+	var effect string
+	var previewErr error
+	if r.Call != nil && ap.grant != nil {
+		effect, previewErr = a.exactEffect(o, r)
+	} else {
+		effect, previewErr = a.effect(o, r)
+	}
+	if ap.grant != nil {
+		effect += "  for now: " + ap.grant.String(time.Now()) + "; the config is not changed\n"
+	}
 	fmt.Fprint(a.stdout, effect)
 	if previewErr != nil && apply {
 		return fmt.Errorf("not applied, %s stays pending: %w", id, previewErr)
+	}
+	if previewErr != nil && ap.grant != nil {
+		return fmt.Errorf("not granted, %s stays pending: %w", id, previewErr)
 	}
 	if len(unlisted) > 0 && !unlistedOK {
 		return fmt.Errorf("not approved, %s stays pending: %s %s: the help does not list it, and git and other getopt tools accept "+
@@ -304,15 +350,39 @@ func (a *app) approve(ctx context.Context, id string, apply, yes, unlistedOK boo
 		fmt.Fprintln(a.stdout, applied)
 	}
 	// The decision is written only after the config write succeeded.
+	now := time.Now()
 	d := requests.Decision{Status: requests.StatusApproved, Applied: apply, DecidedBy: requests.DecidedByCLI}
-	if err := requests.Decide(ctx, c.MCP.RequestLog, id, d, time.Now()); err != nil {
+	if ap.grant != nil {
+		d.Grant = ap.grant.Grant(r, config.CanonicalPath(o.path), now)
+	}
+	if err := requests.Decide(ctx, c.MCP.RequestLog, id, d, now); err != nil {
 		if apply {
 			return fmt.Errorf("the config was changed, but the decision could not be recorded (%w); run: wraptool requests approve %s", err, id)
 		}
 		return err
 	}
+	if ap.grant != nil {
+		_, err = fmt.Fprintf(a.stdout, "approved %s %s\n", id, ap.grant.String(now))
+		return err
+	}
 	_, err = fmt.Fprintf(a.stdout, "approved %s\n", id)
 	return err
+}
+
+// exactEffect renders what approving an exact-call request for now allows:
+// exactly its command, in its directory; err refuses the grant when the
+// policy changed since the denial, or when the call is refused for a reason
+// no exact grant lifts (a deny rule, a denied flag, a NUL…).
+func (a *app) exactEffect(o *operator, r *requests.Record) (string, error) {
+	var b strings.Builder
+	call := r.Call
+	fmt.Fprintf(&b, "\nApproving allows exactly this call (%s), and nothing like it:\n", requests.Token(call.Tool))
+	fmt.Fprintf(&b, "  command: %s\n", requests.Command(call.Command))
+	fmt.Fprintf(&b, "  in:      %s\n", requests.Token(call.Cwd))
+	if err := r.Grantable(o.loaded.Policy, o.loaded.PolicyHash()); err != nil {
+		return b.String(), err
+	}
+	return b.String(), nil
 }
 
 func (a *app) deny(ctx context.Context, id, reason string) error {

@@ -34,6 +34,7 @@ type server struct {
 	upstreams *actors.Upstreams
 	hub       *actors.Hub
 	requests  *actors.RequestLog
+	grants    *actors.Grants
 	reaper    *runner.Reaper
 	// admin and ui are the review UI, nil without admin.listen.
 	admin *actors.Admin
@@ -57,18 +58,27 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		appends         = make(chan messages.AppendRequest) // request-tool handlers → request log
 		upstreamChanged = make(messages.Doorbell, 1)        // policy holder → upstream supervisor
 		offers          = make(chan messages.UpstreamTools) // bridges → registry
-		// What outlives snapshots: the concurrency slots and the reaper.
-		shared = actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper}
+		logChanged      = make(messages.Doorbell, 1)        // watcher → grants
+		grantsChanged   = make(chan messages.GrantsChanged) // grants → policy holder
+		uses            = make(chan messages.UseGrant)      // tool handlers → request log
 	)
+	s := &server{reaper: reaper}
+	// What outlives snapshots: the concurrency slots, the reaper, the
+	// denial memory, and the way to consume a once-grant (through the
+	// request-log writer, built below).
+	shared := actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper,
+		Denials: toolset.NewDenials(), UseGrant: func(ctx context.Context, id string) error { return s.requests.UseGrant(ctx, id) }}
 
-	s := &server{reaper: shared.Reaper}
+	s.grants = actors.NewGrants(actors.GrantsOptions{LogChanged: logChanged, Out: grantsChanged, Log: log})
 	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{
-		Initial: actors.NewSnapshot(l, shared, a.getenv), Shared: shared, Getenv: a.getenv, SetLevel: a.configLevelSetter(),
-		Loaded: loaded, ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, UpstreamsChanged: upstreamChanged, Log: log,
+		Initial: actors.NewSnapshot(l, s.grants.Prime(l.Config.MCP.RequestLog), shared, a.getenv), Shared: shared, Getenv: a.getenv,
+		SetLevel: a.configLevelSetter(), Loaded: loaded, Grants: grantsChanged,
+		ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, UpstreamsChanged: upstreamChanged, Log: log,
 	})
+	s.grants.Follow(s.holder)
 	s.signals = actors.NewSignals(actors.SignalsOptions{ReloadNow: reloadNow, Notify: a.notify, Stop: a.stopNotify, Log: log})
 	s.watcher = actors.NewWatcher(actors.WatcherOptions{
-		Snapshots: s.holder, WatchSetChanged: watchSetChanged, FileEvents: fileEvents, Log: log,
+		Snapshots: s.holder, WatchSetChanged: watchSetChanged, FileEvents: fileEvents, LogChanged: logChanged, Log: log,
 	})
 	s.debouncer = actors.NewDebouncer(actors.DebouncerOptions{FileEvents: fileEvents, FileChanged: fileChanged})
 	s.loader = actors.NewLoader(actors.LoaderOptions{
@@ -95,8 +105,8 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	s.registry = actors.NewRegistry(actors.RegistryOptions{
 		Server: mcpServer, Snapshots: s.holder, Calls: s.hub.Calls(), ToolsetChanged: toolsetChanged, Offers: offers, Log: log,
 	})
-	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Snapshots: s.holder, Log: log})
-	mcpServer.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(s.requests.Submit, log))
+	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Uses: uses, Snapshots: s.holder, Log: log})
+	mcpServer.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(s.requests.Submit, shared.Denials, log))
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
 	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
 	s.registry.Prime()
@@ -145,6 +155,7 @@ func (s *server) run(ctx context.Context) error {
 		{"debouncer", s.debouncer.Run},
 		{"loader", s.loader.Run},
 		{"policy holder", s.holder.Run},
+		{"grants", s.grants.Run},
 		{"reaper", s.reaper.Run},
 	}
 	if s.admin != nil {

@@ -64,7 +64,7 @@ func PreviewApply(path string, tool string, sub, flags []string, o *Options) (*p
 	if err != nil {
 		return nil, Applied{}, err
 	}
-	m, err := plan(path, data, tool, sub, flags, o)
+	m, err := plan(path, data, tool, sub, flags, o, nil)
 	if err != nil {
 		return nil, Applied{}, err
 	}
@@ -90,7 +90,7 @@ func PlanApply(path string, tool string, sub, flags []string, o *Options) (Apply
 	if err != nil {
 		return ApplyPreview{}, err
 	}
-	m, err := plan(path, data, tool, sub, flags, o)
+	m, err := plan(path, data, tool, sub, flags, o, nil)
 	if err != nil {
 		return ApplyPreview{}, err
 	}
@@ -125,15 +125,19 @@ type merged struct {
 	out     []byte            // the new text; the old one when nothing changes
 	rule    *policy.AllowRule // the rule as it would stand, unseeded
 	applied Applied
+	config  *Config // out, parsed and validated
 }
 
 // plan decides what the request changes in data, the config at path, and
-// produces the new text, refusing anything ApplyRequest must refuse.
-func plan(path string, data []byte, tool string, sub, flags []string, o *Options) (*merged, error) {
+// produces the new text, refusing anything ApplyRequest must refuse. It is
+// the one merge: ApplyRequest writes its text, and a temporary grant
+// (Loaded.Overlay) parses it in memory. cache, when not nil, holds the
+// files the config names, as a load read them.
+func plan(path string, data []byte, tool string, sub, flags []string, o *Options, cache *files) (*merged, error) {
 	if err := checkRequest(sub, flags); err != nil {
 		return nil, err
 	}
-	c, err := Parse(path, data, o)
+	c, err := parse(path, data, o, cache)
 	if err != nil {
 		return nil, fmt.Errorf("cannot apply to a config that does not load; fix it first: %w", err)
 	}
@@ -161,7 +165,7 @@ func plan(path string, data []byte, tool string, sub, flags []string, o *Options
 			}
 		}
 		if !a.Changed() {
-			return &merged{out: data, rule: unseeded(r), applied: a}, nil
+			return &merged{out: data, rule: unseeded(r), applied: a, config: c}, nil
 		}
 	} else {
 		if len(sub) == 0 {
@@ -182,7 +186,7 @@ func plan(path string, data []byte, tool string, sub, flags []string, o *Options
 	if len(out) > maxConfigBytes {
 		return nil, fmt.Errorf("%s: the merged config would be %d bytes; at most %d are read", path, len(out), maxConfigBytes)
 	}
-	after, err := Parse(path, out, o)
+	after, err := parse(path, out, o, cache)
 	if err != nil {
 		return nil, fmt.Errorf("the merged config would be invalid (lines as merged): %w", err)
 	}
@@ -191,7 +195,7 @@ func plan(path string, data []byte, tool string, sub, flags []string, o *Options
 	}
 	for _, r := range after.Tools[tool].Allow {
 		if slices.Equal(r.Subcommand, sub) {
-			return &merged{out: out, rule: r, applied: a}, nil
+			return &merged{out: out, rule: unseeded(r), applied: a, config: after}, nil
 		}
 	}
 	return nil, unsupported(path, errors.New("the merged rule is missing"))
@@ -300,21 +304,29 @@ func sameChange(before, after *Config, tool string, idx int, sub, add []string) 
 			Subcommand: sub, Flags: add, ArgConstraints: policy.ArgConstraints{PositionalMax: &zero},
 		})
 	}
-	for _, c := range []*Config{before, after} {
-		for _, t := range c.Tools {
-			for i, r := range t.Allow {
-				t.Allow[i] = unseeded(r)
-			}
-		}
-	}
 	switch {
-	case !reflect.DeepEqual(before.Tools, after.Tools):
+	case !reflect.DeepEqual(unseededTools(before), unseededTools(after)):
 		return errors.New("the edit does not parse back to the requested rule alone")
 	case !reflect.DeepEqual(before.MCP, after.MCP), !reflect.DeepEqual(before.Admin, after.Admin),
 		!reflect.DeepEqual(before.MCPServers, after.MCPServers):
 		return errors.New("the edit changed settings outside the tool")
 	}
 	return nil
+}
+
+// unseededTools copies c's tools with their rules as written (help flags
+// not seeded), leaving c as it is: after is kept, seeded, for the overlay.
+func unseededTools(c *Config) map[string]*Tool {
+	out := make(map[string]*Tool, len(c.Tools))
+	for name, t := range c.Tools {
+		cp := *t
+		cp.Allow = make([]*policy.AllowRule, len(t.Allow))
+		for i, r := range t.Allow {
+			cp.Allow[i] = unseeded(r)
+		}
+		out[name] = &cp
+	}
+	return out
 }
 
 // applyError is a refusal with a sentence of its own that still matches

@@ -77,7 +77,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 		for len(states) <= k {
 			n := len(states) - 1
 			sub, flags := crashRequest(n)
-			m, err := plan(cfg, states[n], "git", sub, flags, o)
+			m, err := plan(cfg, states[n], "git", sub, flags, o, nil)
 			if err != nil {
 				t.Fatalf("planning request %d: %v", n, err)
 			}

@@ -240,22 +240,25 @@ tools:
       - subcommand: [remote, add]
 `
 
-// Every refusal leaves the config byte for byte as it was, and says why in
-// a sentence that names what it refused.
-func TestApplyRefusalsLeaveFileUntouched(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name   string
-		config string // default refusalConfig
-		// setup may change the folder or the file; it returns the path to
-		// apply to (default dir/config.yaml).
-		setup func(t *testing.T, dir, cfg string) string
-		tool  string
-		sub   []string
-		flags []string
-		is    error  // errors.Is target
-		msg   string // exact message; $DIR and $CFG are replaced
-	}{
+// applyRefusal is a request ApplyRequest must refuse, and how; a temporary
+// grant of the same request is refused (dormant) with the same error.
+type applyRefusal struct {
+	name   string
+	config string // default refusalConfig
+	// setup may change the folder or the file; it returns the path to
+	// apply to (default dir/config.yaml).
+	setup func(t *testing.T, dir, cfg string) string
+	tool  string
+	sub   []string
+	flags []string
+	is    error  // errors.Is target
+	msg   string // exact message; $DIR and $CFG are replaced
+}
+
+// applyRefusals are the refusal cases ApplyRequest and the grant overlay
+// share.
+func applyRefusals() []applyRefusal {
+	return []applyRefusal{
 		{
 			name: "a tool the config does not wrap is refused",
 			tool: "gh", sub: []string{"pr", "list"}, flags: []string{"--json"},
@@ -383,6 +386,14 @@ tools:
 			msg: "$CFG changed while the request was being applied; nothing was written: apply it again",
 		},
 	}
+}
+
+// Every refusal leaves the config byte for byte as it was, and says why in
+// a sentence that names what it refused.
+func TestApplyRefusalsLeaveFileUntouched(t *testing.T) {
+	t.Parallel()
+	cases := applyRefusals()
+
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

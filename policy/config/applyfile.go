@@ -46,7 +46,7 @@ func apply(path string, tool string, sub, flags []string, o *Options, beforeComm
 	if !lk.current(path) {
 		return Applied{}, changedMeanwhile(path)
 	}
-	m, err := plan(path, data, tool, sub, flags, o)
+	m, err := plan(path, data, tool, sub, flags, o, nil)
 	if err != nil {
 		return Applied{}, err
 	}

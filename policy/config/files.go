@@ -35,6 +35,18 @@ type fileRead struct {
 
 func newFiles() *files { return &files{read: map[string]fileRead{}} }
 
+// clone copies f's reads into a new set (a nil f gives an empty one), so a
+// second parse of a loaded config reads nothing from disk again.
+func (f *files) clone() *files {
+	out := newFiles()
+	if f != nil {
+		for p, r := range f.read {
+			out.read[p] = r
+		}
+	}
+	return out
+}
+
 // fileSet is the config's files, made on first use for a Config built by
 // hand rather than parsed.
 func (c *Config) fileSet() *files {
@@ -63,13 +75,15 @@ func (f *files) put(path string, data []byte) {
 	f.read[path] = fileRead{data: data}
 }
 
-// hash identifies everything the load read: each path with its bytes, or
-// with the fact that it could not be read. Two loads with equal hashes saw
-// the same files.
-func (f *files) hash() string {
+// hash identifies everything the load read but the except paths: each path
+// with its bytes, or with the fact that it could not be read. Two loads with
+// equal hashes saw the same files.
+func (f *files) hash(except ...string) string {
 	paths := make([]string, 0, len(f.read))
 	for p := range f.read {
-		paths = append(paths, p)
+		if !slices.Contains(except, p) {
+			paths = append(paths, p)
+		}
 	}
 	slices.Sort(paths)
 	h := sha256.New()

@@ -58,11 +58,18 @@ func ReadFile(path string) ([]byte, error) {
 // env_files read, help flags seeded, then Validate. file is used as given in
 // error messages.
 func Parse(file string, data []byte, o *Options) (*Config, error) {
+	return parse(file, data, o, nil)
+}
+
+// parse is Parse, reading the files the config names from cache when it
+// holds them (a grant overlay parses merged bytes of a config already loaded,
+// and must see the very files that load read); nil reads them anew.
+func parse(file string, data []byte, o *Options, cache *files) (*Config, error) {
 	dir, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
 		return nil, fmt.Errorf("%s: resolve folder: %w", file, err)
 	}
-	c := &Config{File: file, Dir: dir, lines: lineIndex{"": {1, 1}}, files: newFiles()}
+	c := &Config{File: file, Dir: dir, lines: lineIndex{"": {1, 1}}, files: cache.clone()}
 	if abs, err := filepath.Abs(file); err == nil {
 		c.files.put(abs, data)
 	}

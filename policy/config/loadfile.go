@@ -88,6 +88,13 @@ type Loaded struct {
 	// Warnings are what `config validate` and the server report about a
 	// valid config (see Config.Warnings).
 	Warnings []Warning
+
+	// paths are the load's LoadOptions.Paths, for merging grants (Overlay)
+	// as the load would have parsed them.
+	paths *Options
+	// policyHash is PolicyHash's, computed once the load has read every
+	// file.
+	policyHash string
 }
 
 // LoadFile is the one way wraptool loads its configuration: start-up, every
@@ -118,7 +125,7 @@ func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error)
 	if err != nil {
 		return nil, err
 	}
-	l := &Loaded{Config: c}
+	l := &Loaded{Config: c, paths: o.paths()}
 	if err := l.tokens(ctx, o.tokens()); err != nil {
 		return nil, err
 	}
@@ -134,7 +141,14 @@ func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error)
 	if l.Policy, err = c.Policy(l.Helps); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// The policy hash covers every overrides file whether or not this load
+	// introspected (which reads them): the CLI and the server must agree
+	// on it for an exact-call grant.
+	for _, name := range sortedKeys(c.Tools) {
+		c.ReadOverrides(name) // a failure is part of what the hash covers
+	}
 	l.Hash = c.fileSet().hash()
+	l.policyHash = c.fileSet().hash(absolute(c.TokenFiles())...)
 	l.Warnings = c.Warnings(l.Helps)
 	return l, nil
 }
@@ -200,12 +214,23 @@ func (c *Config) ReadOverrides(tool string) ([]byte, error) {
 }
 
 // OwnFiles lists, as absolute paths, wraptool's own files besides the config
-// that the config names: token files, env files, overrides files and the
-// request log. A wrapped tool must never be pointed at one of them or the
+// that the config names: token files, env files, overrides files, the
+// request log and the grants key beside it. A wrapped tool must never be pointed at one of them or the
 // folders holding them: a tool told where to write could otherwise rewrite
 // the gate.
 func (c *Config) OwnFiles() []string {
-	return absolute(append(c.namedFiles(), c.MCP.RequestLog))
+	files := append(c.namedFiles(), c.MCP.RequestLog)
+	if c.MCP.RequestLog != "" {
+		files = append(files, GrantsKeyPath(c.MCP.RequestLog))
+	}
+	return absolute(files)
+}
+
+// GrantsKeyPath is where the key that signs temporary grants lives: beside
+// the request log (CONTRACT §13). It is the path requests.KeyPath gives; the
+// config names it to check its mode and to protect it from wrapped tools.
+func GrantsKeyPath(requestLog string) string {
+	return filepath.Join(filepath.Dir(requestLog), "grants.key")
 }
 
 // WatchFiles are the files whose changes reload the config, as absolute

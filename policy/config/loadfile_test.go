@@ -211,7 +211,8 @@ func TestWatchAndOwnFiles(t *testing.T) {
 	if got, want := c.WatchFiles(), []string{path, dir + "/tok/a", dir + "/env/good.env"}; !slices.Equal(got, want) {
 		t.Errorf("WatchFiles = %q, want %q", got, want)
 	}
-	if got := c.OwnFiles(); !slices.Contains(got, c.MCP.RequestLog) || slices.Contains(got, path) || !slices.Contains(got, dir+"/env/good.env") {
+	if got := c.OwnFiles(); !slices.Contains(got, c.MCP.RequestLog) || !slices.Contains(got, filepath.Join(filepath.Dir(c.MCP.RequestLog), "grants.key")) ||
+		slices.Contains(got, path) || !slices.Contains(got, dir+"/env/good.env") {
 		t.Errorf("OwnFiles = %q", got)
 	}
 }

@@ -90,6 +90,15 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			path: "mcp.request_log", contains: "requests.jsonl is writable by group or others",
 		},
 		{
+			name: "a grants key others may read",
+			setup: func(t *testing.T, dir string) string {
+				write(t, filepath.Join(dir, "requests.jsonl"), "", 0o600)
+				write(t, filepath.Join(dir, "grants.key"), strings.Repeat("k", 32), 0o640)
+				return "  request_log: $T/requests.jsonl\n"
+			},
+			path: "mcp.request_log", contains: "grants.key is readable by group or others, and it holds a secret; fix with: chmod 600 ",
+		},
+		{
 			name: "a request log in a folder others may write",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "logs"), 0o757)

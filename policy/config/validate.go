@@ -92,6 +92,9 @@ func (v *validator) mcp() {
 		// The request log carries decisions (and grants): it decides what
 		// runs, like the config.
 		v.private(p.key("request_log"), m.RequestLog, decides)
+		// The grants key signs every grant: a key others may read lets
+		// them forge one.
+		v.private(p.key("request_log"), GrantsKeyPath(m.RequestLog), secret)
 	}
 	v.tokenFile(p.key("auth_token_file"), m.AuthTokenFile)
 }

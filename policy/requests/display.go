@@ -99,6 +99,24 @@ func Age(now, t time.Time) string {
 	return strconv.Itoa(int(d.Hours()/24)) + "d"
 }
 
+// Command renders a command line so that it splits back into its tokens
+// unambiguously: a token Token would leave as it is and that holds no space
+// or character a shell reads specially stays as it is; any other (empty,
+// spaced, shell syntax, or one Token escapes) is Go-quoted with every
+// non-ASCII character escaped: `git commit -m "two words"`,
+// `git push "g\u0456thub"`. Long tokens are cut as Token cuts them.
+func Command(tokens []string) string {
+	out := make([]string, len(tokens))
+	for i, t := range tokens {
+		if Token(t) == t && t != "" && !strings.ContainsAny(t, " \t'\"\\$`;&|<>()*?[]{}~#!") {
+			out[i] = t
+			continue
+		}
+		out[i] = cutToken(strconv.QuoteToASCII(t))
+	}
+	return strings.Join(out, " ")
+}
+
 // Tokens renders each of ss as a Token.
 func Tokens(ss []string) []string {
 	out := make([]string, len(ss))
@@ -106,4 +124,37 @@ func Tokens(ss []string) []string {
 		out[i] = Token(s)
 	}
 	return out
+}
+
+// GrantStatus is a record's status as `requests list` shows it (CONTRACT
+// §13): for a grant, "approved once", "approved once, used", "approved once,
+// expired", "approved until 18:30Z" or "approved until 18:30Z, expired"
+// (the date too, "2006-01-02 15:04Z", when until is more than 24 hours from
+// now); otherwise the plain status.
+func GrantStatus(r *Record, now time.Time) string {
+	g := r.Grant
+	if g == nil || r.Status != StatusApproved {
+		return r.Status
+	}
+	s := "approved once"
+	if !g.Once {
+		s = "approved until " + untilText(g.Until, now)
+	}
+	switch {
+	case g.Once && g.UsedAt != nil:
+		s += ", used"
+	case !now.Before(g.Until):
+		s += ", expired"
+	}
+	return s
+}
+
+// untilText is t in UTC to the minute, with its date unless it lies within
+// 24 hours of now.
+func untilText(t, now time.Time) string {
+	t = t.UTC()
+	if d := t.Sub(now); d <= 24*time.Hour && d >= -24*time.Hour {
+		return t.Format("15:04Z")
+	}
+	return t.Format("2006-01-02 15:04Z")
 }

@@ -37,3 +37,25 @@ func TestDisplay(t *testing.T) {
 		t.Errorf("Flags = %q", got)
 	}
 }
+
+// TestCommand shows an exact command line rendered so it splits back into
+// its tokens: tokens with spaces or shell characters Go-quoted, hostile ones
+// escaped as Token escapes them.
+func TestCommand(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		tokens []string
+		want   string
+	}{
+		{[]string{"git", "push", "--force", "origin", "main"}, "git push --force origin main"},
+		{[]string{"git", "commit", "-m", "two words"}, `git commit -m "two words"`},
+		{[]string{"echo", "", "a;b", "$HOME", `it's`}, `echo "" "a;b" "$HOME" "it's"`},
+		{[]string{"git", "push", "g\u0456thub"}, `git push "g\u0456thub"`},
+		{[]string{"x", "a\nb"}, `x "a\nb"`},
+	}
+	for _, tc := range cases {
+		if got := Command(tc.tokens); got != tc.want {
+			t.Errorf("Command(%q) = %s, want %s", tc.tokens, got, tc.want)
+		}
+	}
+}

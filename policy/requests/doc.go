@@ -19,6 +19,22 @@
 // repair, encoding, bounded line reading) are package jsonl's, shared with
 // the audit log.
 //
+// An approval may carry a temporary grant (CONTRACT §13): for one call
+// within MaxOnce, or for any number of calls until a time within MaxFor;
+// for an exact-call request (Request.Call), for exactly that call. A
+// decision line carrying a grant is signed: "sig" is an HMAC-SHA256, keyed
+// by grants.key beside the log (32 random bytes, mode 0600, created by the
+// first writer that needs one), over the decision's fields and the request
+// line it decides (see sign for the exact encoding). Readers skip such a
+// line as a whole, with a warning, unless its signature verifies and its
+// grant keeps to its kind's limit, so a line written into the log by
+// anything without the key (a wrapped tool, a restored backup of another
+// log) grants nothing. Using a once-grant (Log.UseGrant) appends the same
+// decision again with "used_at", under the file lock, so exactly one call
+// uses it; a use once folded is remembered (by a fold, and by a Log across
+// re-folds of a replaced file), so an older copy of a decision cannot
+// revive the grant.
+//
 // A writer that calls again and again (the server) keeps a Log, which folds
 // only what was appended since its last call and notices a file replaced or
 // truncated; the package-level Submit and Decide fold the whole file once.

@@ -2,11 +2,15 @@ package requests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzFold checks, for any log contents, that Fold never panics nor fails on
@@ -119,7 +123,7 @@ func FuzzFoldInChunks(f *testing.F) {
 		}
 		k := int(split % uint(len(whole)+1))
 		for _, keep := range []bool{true, false} {
-			l := &Log{fold: newFolder(keep)}
+			l := &Log{fold: newFolder(keep, nil)}
 			if err := l.consume(bytes.NewReader(whole[:k]), int64(k)); err != nil {
 				t.Fatalf("consume(first %d bytes): %v", k, err)
 			}
@@ -166,4 +170,148 @@ func FuzzFoldInChunks(f *testing.F) {
 
 func asRequest(r *Record) Request {
 	return Request{Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags, Rationale: r.Rationale, Enables: r.Enables}
+}
+
+// fuzzKey signs the grants of FuzzFoldGrants' seeds; otherKey is a key
+// the fuzzer's lines were never signed with.
+var (
+	fuzzKey  = bytes.Repeat([]byte{0x42}, keySize)
+	otherKey = bytes.Repeat([]byte{0xa5}, keySize)
+)
+
+// grantSeeds writes a log with grants signed with fuzzKey: a once-grant
+// used and then replayed, a timed grant, an exact-call once-grant, and a
+// pending request; it returns the log and variants of it.
+func grantSeeds(f *testing.F) [][]byte {
+	path := filepath.Join(f.TempDir(), "requests.jsonl")
+	if err := os.WriteFile(KeyPath(path), fuzzKey, 0o600); err != nil {
+		f.Fatal(err)
+	}
+	ctx := context.Background()
+	l := Open(path)
+	exact := Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}, Rationale: "r", Call: &Call{
+		Tool: "git_push", Arguments: json.RawMessage(`{"force":true}`), Command: []string{"git", "push", "--force"}, Cwd: "/w", Dir: "1:2", Policy: "p"}}
+	for _, s := range []struct {
+		req Request
+		g   *Grant
+	}{
+		{Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}, Rationale: "r"}, &Grant{Once: true, Until: t0.Add(time.Hour), Config: "/c.yaml"}},
+		{Request{Tool: "git", Subcommand: []string{"fetch"}, Rationale: "r"}, &Grant{Until: t0.Add(MaxFor), Config: "/c.yaml"}},
+		{exact, &Grant{Once: true, Exact: true, Policy: "p", Until: t0.Add(MaxOnce), Config: "/c.yaml"}},
+		{Request{Tool: "ls", Rationale: "r"}, nil},
+	} {
+		sub, err := l.Submit(ctx, s.req, t0)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if s.g != nil {
+			if err := l.Decide(ctx, sub.ID, Decision{Status: StatusApproved, DecidedBy: "cli", Grant: s.g}, t0); err != nil {
+				f.Fatal(err)
+			}
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if recs, warns, err := FoldKeyed(bytes.NewReader(data), fuzzKey); err != nil || len(warns) != 0 || len(ActiveGrants(recs, t0)) != 3 {
+		f.Fatalf("the seed log folds to %s, %v, %v; want three grants in force", show(recs), warns, err)
+	}
+	ls := strings.SplitAfter(string(data), "\n")
+	id := string(ls[0][len(`{"id":"`):][:12])
+	if _, err := l.UseGrant(ctx, id, t0); err != nil {
+		f.Fatal(err)
+	}
+	used, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	replayed := append(bytes.Clone(used), ls[1]...)
+	return [][]byte{
+		data, used, replayed,
+		[]byte(strings.Replace(string(used), `"until":"2025-03-14T15:09`, `"until":"2025-03-14T16:09`, 1)),
+		[]byte(strings.Replace(string(used), `"flags":["--force"]`, `"flags":["--force","-x"]`, 1)),
+		[]byte(strings.Replace(string(used), id, "req_00000000", -1)),
+		[]byte(strings.Join([]string{ls[2], ls[3], ls[0], ls[1]}, "")),
+		[]byte(ls[1] + ls[0] + ls[1]),
+		[]byte(strings.Replace(string(data), `"once":true,`, ``, -1)),
+		[]byte(ls[0] + `{"id":"` + id + `","status":"approved","decided_at":"2025-03-14T14:09:26.535Z","applied":false,"grant":{"once":true,"until":"2025-03-14T15:00:00Z","config":"/c"},"sig":"00"}` + "\n"),
+	}
+}
+
+// grantLine parses text as the folder does and reports whether it is a
+// decision that carries a grant.
+func grantLine(text string) (line, bool) {
+	raw := bytes.TrimSpace([]byte(text))
+	var l line
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&l); err != nil || dec.InputOffset() != int64(len(raw)) || l.ID == "" {
+		return l, false
+	}
+	return l, (l.Status == StatusApproved || l.Status == StatusDenied) && l.Grant != nil
+}
+
+// FuzzFoldGrants checks, for any log, that no line without a valid
+// signature grants anything: folded with a key none of its lines was
+// signed with, or with none, the log folds exactly as it does with every
+// decision that carries a grant removed (such a line neither grants nor
+// decides); and folded with the key, every grant in force comes from a line
+// whose sig verifies over it and the request's first line, lasting no
+// longer than its kind allows.
+func FuzzFoldGrants(f *testing.F) {
+	for _, s := range grantSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		texts := strings.Split(string(data), "\n")
+		requests := map[string]*line{}
+		var grants []line
+		blanked := slices.Clone(texts)
+		for i, text := range texts {
+			l, isGrant := grantLine(text)
+			if isGrant {
+				grants = append(grants, l)
+				blanked[i] = ""
+			} else if l.ID != "" && l.Status == StatusPending && requests[l.ID] == nil {
+				requests[l.ID] = &l
+			}
+		}
+		want, _, err := Fold(strings.NewReader(strings.Join(blanked, "\n")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range [][]byte{nil, otherKey} {
+			got, _, err := FoldKeyed(bytes.NewReader(data), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("folded with key %x:\n got %s\nwant the fold without grant lines %s", key, show(got), show(want))
+			}
+		}
+
+		recs, _, err := FoldKeyed(bytes.NewReader(data), fuzzKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			g := r.Grant
+			if g == nil {
+				continue
+			}
+			if r.Status != StatusApproved || r.DecidedAt == nil || !g.Until.After(*r.DecidedAt) || g.Until.Sub(*r.DecidedAt) > g.limit() {
+				t.Errorf("record %s: a grant that is not an approval within its kind's limit", show([]*Record{r}))
+			}
+			signedBy := slices.ContainsFunc(grants, func(l line) bool {
+				req := requests[l.ID]
+				d := l.decision()
+				return l.ID == r.ID && req != nil && verify(fuzzKey, &d, requestDigest(req), l.Sig) &&
+					l.Grant.Until.Equal(g.Until) && l.Grant.Once == g.Once && l.Grant.Exact == g.Exact &&
+					l.Grant.Policy == g.Policy && l.Grant.Config == g.Config && l.DecidedAt != nil && l.DecidedAt.Equal(*r.DecidedAt)
+			})
+			if !signedBy {
+				t.Errorf("record %s holds a grant no signed line gives", show([]*Record{r}))
+			}
+		}
+	})
 }

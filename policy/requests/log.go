@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -41,18 +43,27 @@ type Record struct {
 	Flags      []string `json:"flags"`
 	Rationale  string   `json:"rationale"`
 	Enables    string   `json:"enables"`
-	Status     string   `json:"status"`
+	// Call is the exact call an exact-call request asks for; nil for a
+	// request for a capability.
+	Call   *Call  `json:"call,omitempty"`
+	Status string `json:"status"`
 	// DecidedAt, Reason, Applied and DecidedBy are set once decided.
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	Reason    *string    `json:"reason,omitempty"`
 	Applied   *bool      `json:"applied,omitempty"`
 	DecidedBy string     `json:"decided_by,omitempty"`
+	// Client names the client whose user decided (decided_by "client").
+	Client string `json:"client,omitempty"`
+	// Grant is the temporary approval the latest decision carries, once
+	// its signature verified; UsedAt is set once a once-grant was used.
+	// Nil for a decision without one.
+	Grant *Grant `json:"grant,omitempty"`
 }
 
 // A request line is a pending Record, whose unset decision fields are left
 // out; decisionLine always carries every field (id, status,
 // decided_at, reason, applied, decided_by), so readers never guess a
-// default.
+// default, and client, grant and sig when set.
 type decisionLine struct {
 	ID        string    `json:"id"`
 	Status    string    `json:"status"`
@@ -60,6 +71,10 @@ type decisionLine struct {
 	Reason    string    `json:"reason"`
 	Applied   bool      `json:"applied"`
 	DecidedBy string    `json:"decided_by"`
+	Client    string    `json:"client,omitempty"`
+	Grant     *Grant    `json:"grant,omitempty"`
+	// Sig signs a decision that carries a grant; see sign.
+	Sig string `json:"sig,omitempty"`
 }
 
 // line is any log line as read: a request or a decision.
@@ -71,11 +86,30 @@ type line struct {
 	Flags      []string   `json:"flags,omitempty"`
 	Rationale  string     `json:"rationale,omitempty"`
 	Enables    *string    `json:"enables,omitempty"`
+	Call       *Call      `json:"call,omitempty"`
 	Status     string     `json:"status"`
 	DecidedAt  *time.Time `json:"decided_at,omitempty"`
 	Reason     *string    `json:"reason,omitempty"`
 	Applied    *bool      `json:"applied,omitempty"`
 	DecidedBy  string     `json:"decided_by,omitempty"`
+	Client     string     `json:"client,omitempty"`
+	Grant      *Grant     `json:"grant,omitempty"`
+	Sig        string     `json:"sig,omitempty"`
+}
+
+// decision is l, a decision line, with absent fields at their zero value.
+func (l *line) decision() decisionLine {
+	d := decisionLine{ID: l.ID, Status: l.Status, DecidedBy: l.DecidedBy, Client: l.Client, Grant: l.Grant, Sig: l.Sig}
+	if l.DecidedAt != nil {
+		d.DecidedAt = *l.DecidedAt
+	}
+	if l.Reason != nil {
+		d.Reason = *l.Reason
+	}
+	if l.Applied != nil {
+		d.Applied = *l.Applied
+	}
+	return d
 }
 
 // Request is what the assistant asks for.
@@ -85,16 +119,24 @@ type Request struct {
 	Flags      []string
 	Rationale  string
 	Enables    string
+	// Call, when set, makes this an exact-call request: the call the
+	// assistant was denied, with the Tool, Subcommand and Flags it used.
+	// Submit checks it (ErrInvalidCall).
+	Call *Call
 }
 
 // Key identifies a capability regardless of how it was asked: tool,
-// subcommand and the set of flags. Two pending requests with one key are
-// duplicates.
+// subcommand and the set of flags, and for an exact-call request every
+// field of the call. Two pending requests with one key are duplicates.
 func (r Request) Key() string {
 	flags := slices.Clone(r.Flags)
 	slices.Sort(flags)
 	flags = slices.Compact(flags)
-	return r.Tool + "\x00" + strings.Join(r.Subcommand, " ") + "\x00" + strings.Join(flags, " ")
+	key := r.Tool + "\x00" + strings.Join(r.Subcommand, " ") + "\x00" + strings.Join(flags, " ")
+	if r.Call != nil {
+		key += r.Call.key()
+	}
+	return key
 }
 
 // Warning is a line a reader skipped.
@@ -108,40 +150,83 @@ func (w Warning) String() string { return fmt.Sprintf("line %d: %s", w.Line, w.E
 
 // Fold reads a log and folds it by id, in order of first appearance.
 // Lines that are not complete JSON objects, and decisions for unknown ids,
-// are skipped and reported. A last line without its newline counts.
+// are skipped and reported. A last line without its newline counts. It has
+// no grants key, so every decision that carries a grant is skipped with a
+// warning too: FoldKeyed folds a log with grants.
 func Fold(r io.Reader) ([]*Record, []Warning, error) {
-	f := newFolder(true)
+	return FoldKeyed(r, nil)
+}
+
+// FoldKeyed folds a log as Fold does, checking the decisions that carry a
+// grant with key (the contents of grants.key; nil for none). Such a
+// decision is skipped as a whole (it neither grants nor decides: the
+// request stays as it was), with a warning, when key is nil, when its sig
+// does not verify (see sign), when it is not an approval left unapplied,
+// when its until is not after its decided_at or lies further from it than
+// its kind allows (MaxOnce, MaxFor), when its config is not an absolute
+// path, when an exact grant does not match the request's call, and when it
+// records a use (used_at) of anything but the once-grant in force. A
+// once-grant whose use was folded stays used: a later copy of its decision
+// without used_at (a replay) is folded as used, with a warning.
+func FoldKeyed(r io.Reader, key []byte) ([]*Record, []Warning, error) {
+	f := newFolder(true, key)
+	err := f.addAll(r)
+	return f.records, f.warns, err
+}
+
+// addAll folds every line of r.
+func (f *folder) addAll(r io.Reader) error {
 	lines := jsonl.NewLineReader(r, math.MaxInt64, MaxLineBytes)
 	for {
 		l, err := lines.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return f.records, f.warns, err
+			return err
 		}
 		f.add(l)
 	}
-	return f.records, f.warns, nil
 }
 
 // folder folds lines one at a time, so that Fold can fold a whole log and a
 // Log only what was appended since its last call, with one logic.
 type folder struct {
 	// keep holds every record whole, in order (Fold). A Log needs only
-	// the ids, statuses and keys, and does not hold every rationale.
+	// the ids, statuses, keys and grants, and does not hold every
+	// rationale.
 	keep    bool
+	key     []byte              // grants.key; nil: every grant is skipped
 	records []*Record           // when keep, in order of first appearance
 	byID    map[string]*Record  // when keep
 	status  map[string]string   // every request's latest status
 	keyOf   map[string]string   // each pending request's Key
 	byKey   map[string][]string // each Key's pending ids, oldest first
-	lines   int                 // lines folded so far
-	warns   []Warning
+	reqs    map[string]reqInfo  // every request's digest and call, to check grants
+	// grants holds, for each id whose latest decision carries a grant,
+	// that decision (with UsedAt set once used), for UseGrant.
+	grants map[string]*decisionLine
+	// used holds the once-grants whose use was seen, by id, and when. A
+	// Log shares one map with each folder it starts, so that a use is
+	// remembered across re-folds of a replaced file; usedHere holds those
+	// seen in this fold.
+	used     map[string]time.Time
+	usedHere map[string]bool
+	keyless  int // grant lines skipped for want of a key
+	lines    int // lines folded so far
+	warns    []Warning
 }
 
-func newFolder(keep bool) *folder {
-	f := &folder{keep: keep, status: map[string]string{}, keyOf: map[string]string{}, byKey: map[string][]string{}}
+// reqInfo is what checking a grant needs of the request it decides.
+type reqInfo struct {
+	digest [sha256.Size]byte // requestDigest of its line
+	call   bool              // whether it asks for an exact call
+	policy string            // that call's policy hash
+}
+
+func newFolder(keep bool, key []byte) *folder {
+	f := &folder{keep: keep, key: key, status: map[string]string{}, keyOf: map[string]string{}, byKey: map[string][]string{},
+		reqs: map[string]reqInfo{}, grants: map[string]*decisionLine{}, used: map[string]time.Time{}, usedHere: map[string]bool{}}
 	if keep {
 		f.byID = map[string]*Record{}
 	}
@@ -185,13 +270,22 @@ func (f *folder) add(rl jsonl.Line) {
 			f.warns = append(f.warns, Warning{n, "request " + l.ID + " appears twice"})
 			return
 		}
-		key := Request{Tool: l.Tool, Subcommand: l.Subcommand, Flags: l.Flags}.Key()
+		key := Request{Tool: l.Tool, Subcommand: l.Subcommand, Flags: l.Flags, Call: l.Call}.Key()
 		f.status[l.ID], f.keyOf[l.ID] = StatusPending, key
 		f.byKey[key] = append(f.byKey[key], l.ID)
+		info := reqInfo{digest: requestDigest(&l)}
+		if l.Call != nil {
+			info.call, info.policy = true, l.Call.Policy
+		}
+		f.reqs[l.ID] = info
 		if !f.keep {
 			return
 		}
-		rec := &Record{ID: l.ID, Tool: l.Tool, Subcommand: nonNil(l.Subcommand), Flags: nonNil(l.Flags), Rationale: l.Rationale, Status: StatusPending}
+		rec := &Record{ID: l.ID, Tool: l.Tool, Subcommand: nonNil(l.Subcommand), Flags: nonNil(l.Flags), Rationale: l.Rationale,
+			Call: l.Call, Status: StatusPending}
+		if rec.Call != nil {
+			rec.Call.Command = nonNil(rec.Call.Command)
+		}
 		if l.CreatedAt != nil {
 			rec.CreatedAt = *l.CreatedAt
 		}
@@ -206,6 +300,14 @@ func (f *folder) add(rl jsonl.Line) {
 			f.warns = append(f.warns, Warning{n, "decision for unknown request " + l.ID})
 			return
 		}
+		d := l.decision()
+		if d.Grant != nil {
+			if why := f.checkGrant(&d); why != "" {
+				f.warns = append(f.warns, Warning{n, "decision for " + l.ID + " ignored: " + why})
+				return
+			}
+			f.noteUse(n, &d)
+		}
 		f.status[l.ID] = l.Status
 		if was == StatusPending {
 			key := f.keyOf[l.ID]
@@ -216,11 +318,21 @@ func (f *folder) add(rl jsonl.Line) {
 				delete(f.byKey, key)
 			}
 		}
+		if d.Grant != nil {
+			f.grants[l.ID] = &d
+		} else {
+			delete(f.grants, l.ID)
+		}
 		if !f.keep {
 			return
 		}
 		rec := f.byID[l.ID]
 		rec.Status, rec.DecidedAt, rec.Reason, rec.Applied, rec.DecidedBy = l.Status, l.DecidedAt, l.Reason, l.Applied, l.DecidedBy
+		rec.Client, rec.Grant = l.Client, nil
+		if d.Grant != nil {
+			g := *d.Grant
+			rec.Grant = &g
+		}
 		if rec.Applied == nil {
 			no := false
 			rec.Applied = &no
@@ -231,6 +343,80 @@ func (f *folder) add(rl jsonl.Line) {
 		}
 	default:
 		f.warns = append(f.warns, Warning{n, fmt.Sprintf("unknown status %q", l.Status)})
+	}
+}
+
+// checkGrant returns why d, a decision carrying a grant, is to be skipped,
+// or "" when it stands.
+func (f *folder) checkGrant(d *decisionLine) string {
+	g, req := d.Grant, f.reqs[d.ID]
+	switch {
+	case f.key == nil:
+		f.keyless++
+		return "it carries a grant, and there is no grants key to check it with"
+	case !verify(f.key, d, req.digest, d.Sig):
+		return "its grant's signature does not verify"
+	case d.Status != StatusApproved || d.Applied:
+		return "a grant on a decision other than an approval left unapplied"
+	case d.DecidedAt.IsZero():
+		return "a grant without decided_at"
+	case !g.Until.After(d.DecidedAt):
+		return "its grant's until is not after decided_at"
+	case g.Until.Sub(d.DecidedAt) > g.limit():
+		return "its grant lasts longer than " + g.kind()
+	case g.Config == "" || !filepath.IsAbs(g.Config):
+		return "its grant's config is not an absolute path"
+	case g.Exact && !req.call:
+		return "an exact grant on a request for no exact call"
+	case g.Exact && g.Policy != req.policy:
+		return "its exact grant's policy hash is not the call's"
+	case !g.Exact && g.Policy != "":
+		return "a policy hash on a grant that is not exact"
+	case g.UsedAt != nil && !g.Once:
+		return "used_at on a timed grant"
+	case g.UsedAt != nil && !f.inForce(d):
+		return "it records the use of a grant not in force"
+	}
+	return ""
+}
+
+// inForce reports whether d, a used-at line, is the decision in force for
+// its id apart from used_at: "the same decision again".
+func (f *folder) inForce(d *decisionLine) bool {
+	cur := f.grants[d.ID]
+	if cur == nil {
+		return false
+	}
+	a, b := *cur.Grant, *d.Grant
+	a.UsedAt, b.UsedAt = nil, nil
+	return cur.Status == d.Status && cur.DecidedAt.Equal(d.DecidedAt) && cur.Reason == d.Reason && cur.Applied == d.Applied &&
+		cur.DecidedBy == d.DecidedBy && cur.Client == d.Client &&
+		a.Once == b.Once && a.Until.Equal(b.Until) && a.Exact == b.Exact && a.Policy == b.Policy && a.Config == b.Config
+}
+
+// noteUse remembers the use a once-grant's line n records, or marks its
+// grant used when its use was seen before: an older copy of the decision
+// does not revive it.
+func (f *folder) noteUse(n int, d *decisionLine) {
+	g := d.Grant
+	if !g.Once {
+		return
+	}
+	if g.UsedAt != nil {
+		if _, ok := f.used[d.ID]; !ok {
+			f.used[d.ID] = *g.UsedAt
+		}
+		f.usedHere[d.ID] = true
+		return
+	}
+	at, ok := f.used[d.ID]
+	if !ok {
+		return
+	}
+	g.UsedAt = &at
+	if f.usedHere[d.ID] {
+		f.warns = append(f.warns, Warning{n, fmt.Sprintf("the once-grant of %s was used at %s; this copy of its decision stays used",
+			d.ID, at.UTC().Format(time.RFC3339))})
 	}
 }
 
@@ -245,8 +431,16 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// Read folds the log at path; a missing file is an empty log.
+// Read folds the log at path as FoldKeyed does, with the grants key beside
+// it (LoadKey: none when missing, an error when unusable); a missing file
+// is an empty log.
 func Read(path string) ([]*Record, []Warning, error) {
+	return read(path, nil)
+}
+
+// read is Read; used, when not nil, is shared with the fold (see
+// folder.used).
+func read(path string, used map[string]time.Time) ([]*Record, []Warning, error) {
 	f, err := jsonl.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return []*Record{}, nil, nil
@@ -255,7 +449,16 @@ func Read(path string) ([]*Record, []Warning, error) {
 		return nil, nil, fmt.Errorf("read request log: %w", err)
 	}
 	defer f.Close()
-	recs, warns, err := Fold(f)
+	key, err := LoadKey(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read request log %s: %w", path, err)
+	}
+	fo := newFolder(true, key)
+	if used != nil {
+		fo.used = used
+	}
+	err = fo.addAll(f)
+	recs, warns := fo.records, fo.warns
 	if err != nil {
 		return nil, warns, fmt.Errorf("read request log %s: %w", path, err)
 	}
@@ -304,6 +507,16 @@ type Decision struct {
 	// DecidedBy names who decided: DecidedByCLI, "watch", "admin" or
 	// "client". Required.
 	DecidedBy string
+	// Client names the client whose user decided, for DecidedBy
+	// "client" (CONTRACT §15); empty otherwise.
+	Client string
+	// Grant, when set, makes an approval temporary (CONTRACT §13): Status
+	// approved, Applied false, Until after now and at most MaxOnce (Once)
+	// or MaxFor ahead, Config an absolute path, UsedAt nil; Exact (with
+	// Policy equal to the call's) exactly when the request has a Call.
+	// Until is stored in UTC, truncated to the millisecond. The line is
+	// signed with grants.key, which the first such Decide creates.
+	Grant *Grant
 }
 
 // DecidedByCLI marks a decision made with `wraptool requests approve|deny`.
@@ -312,8 +525,17 @@ const DecidedByCLI = "cli"
 // Log is a writer of the log at one path that remembers what it has folded,
 // so that each call reads only what was appended since its last one (by it
 // or by any other writer), not the whole file: a submit costs the same with
-// ten requests in the log as with ten thousand. It keeps ids, statuses and
-// the keys of pending requests, not every rationale.
+// ten requests in the log as with ten thousand. It keeps ids, statuses,
+// the keys of pending requests, a digest of each request line and the
+// decisions that carry grants (for UseGrant), not every rationale. It
+// remembers every once-grant it has seen used for its whole life, even
+// when the file is replaced.
+//
+// Every call reads grants.key beside the log (LoadKey) and fails while it
+// is unusable (ErrBadKey): a Log whose grants it cannot check would take
+// granted requests for pending ones. A key replaced by another makes the
+// Log fold the file again; the first key to appear does not (no line
+// written before it can carry its signature).
 //
 // Every call still takes the file lock, opens the path anew and checks that
 // the file is the one it folded: the same device and inode, no smaller than
@@ -342,6 +564,11 @@ type Log struct {
 	markAt int64     // the start of the last non-blank line folded
 	mark   []byte    // its first markBytes bytes, to recognise the file
 	warns  []Warning // skipped lines no Submit has returned yet
+	key    []byte    // the grants key the fold checks grants with
+	// used remembers the once-grants seen used, by id, across re-folds
+	// of a replaced or truncated file: an older copy of the log cannot
+	// revive one. Shared with each folder the Log starts.
+	used map[string]time.Time
 
 	// bytesRead counts the bytes read from the file over the Log's life:
 	// the tests prove with it that a call reads only what is new.
@@ -357,7 +584,9 @@ const markBytes = 64
 // Open returns a Log for the file at path. It does no I/O: the first call
 // creates the file (mode 0600, in a 0700 folder) when it is missing, and
 // folds it whole.
-func Open(path string) *Log { return &Log{path: path, turn: make(chan struct{}, 1)} }
+func Open(path string) *Log {
+	return &Log{path: path, turn: make(chan struct{}, 1), used: map[string]time.Time{}}
+}
 
 // OnLockWait sets fn to be called whenever a call finds the file locked by
 // another process and starts waiting (for at most jsonl.LockTimeout), so
@@ -375,6 +604,13 @@ func (l *Log) OnLockWait(fn func()) *Log {
 // it writes nothing and returns an error naming the file (wrapping
 // ctx.Err() or jsonl.ErrLockTimeout).
 func (l *Log) Submit(ctx context.Context, req Request, now time.Time) (Submitted, error) {
+	if req.Call != nil {
+		c, err := req.Call.checked()
+		if err != nil {
+			return Submitted{}, fmt.Errorf("submit: %w", err)
+		}
+		req.Call = c
+	}
 	release, err := l.take(ctx)
 	if err != nil {
 		return Submitted{}, err
@@ -396,7 +632,7 @@ func (l *Log) Submit(ctx context.Context, req Request, now time.Time) (Submitted
 		out.ID = id
 		return l.append(f, Record{
 			ID: id, CreatedAt: now.UTC().Truncate(time.Millisecond), Tool: req.Tool, Subcommand: nonNil(req.Subcommand),
-			Flags: nonNil(req.Flags), Rationale: req.Rationale, Enables: req.Enables, Status: StatusPending,
+			Flags: nonNil(req.Flags), Rationale: req.Rationale, Enables: req.Enables, Call: req.Call, Status: StatusPending,
 		})
 	})
 	out.Warnings, l.warns = l.warns, nil
@@ -406,14 +642,25 @@ func (l *Log) Submit(ctx context.Context, req Request, now time.Time) (Submitted
 // Decide appends a decision for a pending request. It returns ErrUnknownID
 // for an id the log does not hold and ErrDecided for one already decided, so
 // two operators (the CLI and the web UI) cannot both decide one request.
-// Lines it skips are reported by the next Submit. It waits for the lock as
-// Submit does.
+// A decision with a Grant it refuses (see Decision.Grant) is an error
+// wrapping ErrInvalidGrant; one it accepts is signed (creating grants.key
+// when missing). Lines it skips are reported by the next Submit. It waits
+// for the lock as Submit does.
 func (l *Log) Decide(ctx context.Context, id string, d Decision, now time.Time) error {
 	if d.Status != StatusApproved && d.Status != StatusDenied {
 		return fmt.Errorf("decide %s: status %q is not approved or denied", id, d.Status)
 	}
 	if d.DecidedBy == "" {
 		return fmt.Errorf("decide %s: who decides is not said", id)
+	}
+	decided := now.UTC().Truncate(time.Millisecond)
+	if d.Grant != nil {
+		g := *d.Grant
+		g.Until = g.Until.UTC().Truncate(time.Millisecond)
+		d.Grant = &g
+		if err := d.checkGrant(decided); err != nil {
+			return fmt.Errorf("decide %s: %w", id, err)
+		}
 	}
 	release, err := l.take(ctx)
 	if err != nil {
@@ -427,9 +674,129 @@ func (l *Log) Decide(ctx context.Context, id string, d Decision, now time.Time) 
 		case was != StatusPending:
 			return fmt.Errorf("%w: %s is %s", ErrDecided, id, was)
 		}
-		return l.append(f, decisionLine{ID: id, Status: d.Status, DecidedAt: now.UTC().Truncate(time.Millisecond),
-			Reason: d.Reason, Applied: d.Applied, DecidedBy: d.DecidedBy})
+		line := decisionLine{ID: id, Status: d.Status, DecidedAt: decided, Reason: d.Reason, Applied: d.Applied,
+			DecidedBy: d.DecidedBy, Client: d.Client, Grant: d.Grant}
+		if g := d.Grant; g != nil {
+			req := l.fold.reqs[id]
+			switch {
+			case g.Exact && !req.call:
+				return fmt.Errorf("decide %s: %w: an exact grant on a request for no exact call", id, ErrInvalidGrant)
+			case g.Exact && g.Policy != req.policy:
+				return fmt.Errorf("decide %s: %w: the policy hash %q is not the one recorded at the denial (%q)", id, ErrInvalidGrant, g.Policy, req.policy)
+			case !g.Exact && req.call:
+				return fmt.Errorf("decide %s: %w: a request for an exact call takes only an exact grant", id, ErrInvalidGrant)
+			}
+			key, err := l.needKey()
+			if err != nil {
+				return err
+			}
+			if line, err = signed(key, line, req.digest); err != nil {
+				return fmt.Errorf("decide %s: %w", id, err)
+			}
+		}
+		return l.append(f, line)
 	})
+}
+
+// UseGrant consumes the once-grant of request id for one call at now, as
+// one step under the file lock: it folds what was appended since its last
+// call, checks that the latest decision on id is an approval with a
+// once-grant, unused (in the file, or in this Log's memory) and unexpired
+// (now before Until), then appends the same decision again with used_at
+// (now, UTC, truncated to the millisecond), signed, and returns the grant
+// as used. Of any number of calls at once, from this or other Logs and
+// processes, exactly one succeeds; the others get ErrGrantUsed.
+//
+// Errors wrap ErrNoGrant (unknown id, not approved, no grant, a timed
+// grant), ErrGrantUsed or ErrGrantExpired, naming the id; or the error that
+// kept the line from being written (the lock, the write, the sync): then
+// the grant may not be used, and the call must not run. It waits for the
+// lock as Submit does.
+func (l *Log) UseGrant(ctx context.Context, id string, now time.Time) (Grant, error) {
+	release, err := l.take(ctx)
+	if err != nil {
+		return Grant{}, err
+	}
+	defer release()
+	var out Grant
+	err = l.withFile(ctx, func(f *os.File) error {
+		d := l.fold.grants[id]
+		switch {
+		case d == nil || !d.Grant.Once:
+			return fmt.Errorf("use grant: %w: %s", ErrNoGrant, id)
+		case d.Grant.UsedAt != nil:
+			return fmt.Errorf("use grant: %w: %s was used at %s", ErrGrantUsed, id, d.Grant.UsedAt.UTC().Format(time.RFC3339))
+		case !now.Before(d.Grant.Until):
+			return fmt.Errorf("use grant: %w: %s expired at %s", ErrGrantExpired, id, d.Grant.Until.UTC().Format(time.RFC3339))
+		}
+		used := *d
+		g := *d.Grant
+		at := now.UTC().Truncate(time.Millisecond)
+		g.UsedAt, used.Grant = &at, &g
+		key, err := l.needKey()
+		if err != nil {
+			return err
+		}
+		if used, err = signed(key, used, l.fold.reqs[id].digest); err != nil {
+			return fmt.Errorf("use grant %s: %w", id, err)
+		}
+		if err := l.append(f, used); err != nil {
+			return err
+		}
+		// append folded the line (or the next call will); either way the
+		// use is remembered.
+		if _, ok := l.used[id]; !ok && l.used != nil {
+			l.used[id] = at
+		}
+		out = g
+		return nil
+	})
+	return out, err
+}
+
+// Records folds the whole file, as Read does, with this Log's memory of
+// used once-grants: one it has seen used stays used even when the file was
+// replaced by an older copy. Uses it folds are remembered in turn. Like
+// Read it takes no file lock, but it waits for the Log's turn while ctx
+// lasts. The warnings are its own (not kept for Submit).
+func (l *Log) Records(ctx context.Context) ([]*Record, []Warning, error) {
+	release, err := l.take(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	return read(l.path, l.used)
+}
+
+// needKey returns the grants key, creating it when missing. Grants the
+// fold skipped for want of a key stay skipped without a re-fold: no line
+// written before the key existed can carry its signature.
+func (l *Log) needKey() ([]byte, error) {
+	if l.key != nil {
+		return l.key, nil
+	}
+	key, err := ensureKey(l.path)
+	if err != nil {
+		return nil, fmt.Errorf("request log %s: %w", l.path, err)
+	}
+	l.key, l.fold.key = key, key
+	return key, nil
+}
+
+// useKey makes key the one the fold checks grants with. A fold made with
+// another key, or that skipped grants for want of one, starts again: its
+// grants are judged anew.
+func (l *Log) useKey(key []byte) {
+	if bytes.Equal(key, l.key) {
+		return
+	}
+	if l.fold != nil && (l.key != nil || l.fold.keyless > 0) {
+		l.fold = nil
+	}
+	l.key = key
+	if l.fold != nil {
+		l.fold.key = key
+	}
 }
 
 // take waits for the Log's turn while ctx lasts; release ends it. A free
@@ -465,6 +832,11 @@ func (l *Log) withFile(ctx context.Context, fn func(*os.File) error) error {
 	if _, err := jsonl.EndTornLine(f); err != nil {
 		return fmt.Errorf("request log %s: end a torn line: %w", l.path, err)
 	}
+	key, err := LoadKey(l.path)
+	if err != nil {
+		return fmt.Errorf("request log %s: %w", l.path, err)
+	}
+	l.useKey(key)
 	if err := l.catchUp(f); err != nil {
 		return fmt.Errorf("read request log %s: %w", l.path, err)
 	}
@@ -503,7 +875,10 @@ func (l *Log) recognise(f *os.File) (int64, error) {
 		same = bytes.Equal(buf[:n], l.mark)
 	}
 	if !same {
-		l.fold, l.offset, l.markAt, l.mark = newFolder(false), 0, 0, nil
+		l.fold, l.offset, l.markAt, l.mark = newFolder(false, l.key), 0, 0, nil
+		if l.used != nil {
+			l.fold.used = l.used
+		}
 		if ok {
 			l.dev, l.ino = uint64(st.Dev), uint64(st.Ino)
 		}
@@ -546,6 +921,9 @@ func (l *Log) append(f *os.File, v any) error {
 	data, err := jsonl.Encode(v)
 	if err != nil {
 		return err
+	}
+	if len(data)-1 > MaxLineBytes {
+		return fmt.Errorf("request log: %w: %d bytes, at most %d", ErrTooLarge, len(data)-1, MaxLineBytes)
 	}
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("request log: append: %w", err)

@@ -1,0 +1,145 @@
+package config
+
+import (
+	"path/filepath"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// GrantSpec is a capability a temporary grant (CONTRACT §13) adds to the
+// served policy: what its request asks for.
+type GrantSpec struct {
+	// ID is the request's id, for the overlay's reports.
+	ID string
+	// Tool, Subcommand and Flags are the request's.
+	Tool       string
+	Subcommand []string
+	Flags      []string
+}
+
+// Overlay is a loaded config with temporary grants merged in memory, each
+// exactly as ApplyRequest would merge it into the file (the same plan: flags
+// added to the rule with that subcommand, else a new rule with
+// positional_max 0; the merged config validated), the file itself untouched.
+type Overlay struct {
+	// Policy is the config with every grant in force merged: the tools and
+	// schemas clients see.
+	Policy *policy.Policy
+	// Timed is the config with the timed grants in force merged: a call
+	// it allows uses a timed grant, never a once-grant.
+	Timed *policy.Policy
+	// Each maps every grant in force to the config with that grant alone
+	// merged: which grant allows a call is decided grant by grant, so a
+	// once-grant is credited (and consumed) only for what it allows.
+	Each map[string]*policy.Policy
+	// Dormant maps each grant not in force to why: its tool is not in the
+	// config, a deny rule covers it, or the merge would not validate.
+	Dormant map[string]error
+}
+
+// Overlay merges timed and once-grants into the loaded config. Grants are
+// merged in the order given (the server passes them oldest first); one that
+// cannot be merged is Dormant and leaves the others as they are.
+func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay {
+	o := &Overlay{Policy: l.Policy, Timed: l.Policy, Each: map[string]*policy.Policy{}, Dormant: map[string]error{}}
+	if len(timed) == 0 && len(once) == 0 {
+		return o
+	}
+	c := l.Config
+	abs, err := filepath.Abs(c.File)
+	if err != nil {
+		abs = c.File
+	}
+	base, ok := c.fileSet().read[abs]
+	if !ok || base.err != nil {
+		for _, g := range append(append([]GrantSpec{}, timed...), once...) {
+			o.Dormant[g.ID] = errNoConfigBytes
+		}
+		return o
+	}
+	// merge applies grants in turn to data (whose parsed config is cfg),
+	// reporting each that does not merge to failed; it returns the merged
+	// text and its config (cfg when nothing merged).
+	merge := func(data []byte, cfg *Config, grants []GrantSpec, failed func(string, error)) ([]byte, *Config) {
+		for _, g := range grants {
+			m, err := plan(c.File, data, g.Tool, g.Subcommand, g.Flags, l.paths, c.files)
+			if err != nil {
+				failed(g.ID, err)
+				continue
+			}
+			data, cfg = m.out, m.config
+		}
+		return data, cfg
+	}
+	dormant := func(id string, err error) { o.Dormant[id] = err }
+	ignore := func(string, error) {}
+	compile := func(cfg *Config) (*policy.Policy, error) {
+		if cfg == nil {
+			return l.Policy, nil
+		}
+		unseedShortHelp(cfg, l.Helps)
+		return cfg.Policy(l.Helps)
+	}
+	// Each grant alone first: what is not in force stays out of the rest.
+	var timedInForce, onceInForce []GrantSpec
+	for i, g := range append(append([]GrantSpec{}, timed...), once...) {
+		_, cfg := merge(base.data, nil, []GrantSpec{g}, dormant)
+		if _, failed := o.Dormant[g.ID]; failed {
+			continue
+		}
+		p, err := compile(cfg)
+		if err != nil {
+			o.Dormant[g.ID] = err
+			continue
+		}
+		o.Each[g.ID] = p
+		if i < len(timed) {
+			timedInForce = append(timedInForce, g)
+		} else {
+			onceInForce = append(onceInForce, g)
+		}
+	}
+	timedData, timedCfg := merge(base.data, nil, timedInForce, ignore)
+	if p, err := compile(timedCfg); err == nil {
+		o.Timed = p
+	}
+	if _, allCfg := merge(timedData, timedCfg, onceInForce, ignore); allCfg != nil {
+		if p, err := compile(allCfg); err == nil {
+			o.Policy = p
+		}
+	} else if len(timedInForce) > 0 {
+		o.Policy = o.Timed
+	}
+	return o
+}
+
+// errNoConfigBytes is why no grant merges into a Loaded that did not read
+// its config from a file (built by hand).
+var errNoConfigBytes = &applyError{ErrInvalidRequest, "the loaded config's bytes are not at hand"}
+
+// PolicyHash identifies what decides a call: the bytes of the config, its
+// overrides files and its env files (not its token files, which decide who
+// may call, not what runs). An exact-call grant is bound to it: a change of
+// any of those files voids the grant.
+func (l *Loaded) PolicyHash() string {
+	if l.policyHash == "" { // a Loaded built by hand
+		return l.Config.fileSet().hash(absolute(l.Config.TokenFiles())...)
+	}
+	return l.policyHash
+}
+
+// CanonicalPath is the one spelling of a config's path that a grant records
+// and a server compares (CONTRACT §13: a grant applies only under the config
+// it was approved under): absolute, symlinks resolved, so the CLI's
+// --config spelling and the server's need not match. A path that cannot be
+// resolved stays absolute.
+func CanonicalPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}

@@ -1,0 +1,277 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// rulesOf summarises a policy's rules for comparison: name, flags, and the
+// positional limit.
+func rulesOf(p *policy.Policy) []string {
+	var out []string
+	for _, tool := range p.Tools() {
+		for _, r := range p.ToolRules(tool) {
+			var flags []string
+			for _, f := range r.Flags() {
+				flags = append(flags, fmt.Sprintf("%s:%v", f.Flag, f.Type))
+			}
+			max, ok := r.PositionalMax()
+			out = append(out, fmt.Sprintf("%s exposed=%v flags=%v max=%d,%v", r.Name(), r.Exposed(), flags, max, ok))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func loadFor(t *testing.T, path, dir string) *Loaded {
+	t.Helper()
+	l, err := LoadFile(context.Background(), path, &LoadOptions{Paths: applyOptions(dir), Tokens: TokensOptional})
+	if err != nil {
+		t.Fatalf("LoadFile: %v", err)
+	}
+	return l
+}
+
+// TestOverlayMergesAsApplyRequestDoes runs every golden apply case as
+// grants: the overlay's policy is the policy of the file ApplyRequest
+// writes, whether the requests are granted for a while or once, and the
+// config file is not touched.
+func TestOverlayMergesAsApplyRequestDoes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range applyGolden {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := applyFixture(t)
+			in := readBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml"))
+			cfg := writeConfig(t, dir, "config.yaml", string(in), 0o600)
+			want := writeConfig(t, dir, "want.yaml", string(readBytes(t, filepath.Join("testdata/apply", tc.name+".want.yaml"))), 0o600)
+			wantRules := rulesOf(loadFor(t, want, dir).Policy)
+
+			var grants []GrantSpec
+			for i, r := range tc.reqs {
+				grants = append(grants, GrantSpec{ID: fmt.Sprintf("req_%08d", i), Tool: r.tool, Subcommand: r.sub, Flags: r.flags})
+			}
+			l := loadFor(t, cfg, dir)
+			before := rulesOf(l.Policy)
+			timed := l.Overlay(grants, nil)
+			if len(timed.Dormant) > 0 {
+				t.Fatalf("dormant: %v", timed.Dormant)
+			}
+			if got := rulesOf(timed.Policy); !slices.Equal(got, wantRules) {
+				t.Errorf("timed overlay:\n got %q\nwant %q", got, wantRules)
+			}
+			if got := rulesOf(timed.Timed); !slices.Equal(got, wantRules) {
+				t.Errorf("timed overlay's Timed differs from its Policy")
+			}
+			once := l.Overlay(nil, grants)
+			if got := rulesOf(once.Policy); !slices.Equal(got, wantRules) {
+				t.Errorf("once overlay:\n got %q\nwant %q", got, wantRules)
+			}
+			if got := rulesOf(once.Timed); !slices.Equal(got, before) {
+				t.Errorf("once overlay's Timed is not the config alone")
+			}
+			if len(once.Each) != len(grants) {
+				t.Errorf("policies for %d of %d grants", len(once.Each), len(grants))
+			}
+			if got := rulesOf(l.Policy); !slices.Equal(got, before) {
+				t.Errorf("the overlay changed the loaded policy")
+			}
+			if !bytes.Equal(readBytes(t, cfg), []byte(strings.ReplaceAll(string(in), "$DIR", dir))) {
+				t.Errorf("the overlay wrote the config")
+			}
+		})
+	}
+}
+
+// TestOverlayRefusesAsApplyRequestDoes runs ApplyRequest's refusal cases
+// (those on a config that loads) as grants: each is dormant with the very
+// error ApplyRequest gives, and the other grants still merge.
+func TestOverlayRefusesAsApplyRequestDoes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range applyRefusals() {
+		if tc.setup != nil || strings.Contains(tc.msg, "does not load") {
+			continue // about the file, not the merge
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := applyFixture(t)
+			config := tc.config
+			if config == "" {
+				config = refusalConfig
+			}
+			cfg := writeConfig(t, dir, "config.yaml", config, 0o600)
+			l := loadFor(t, cfg, dir)
+			good := GrantSpec{ID: "req_good", Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}}
+			bad := GrantSpec{ID: "req_bad", Tool: tc.tool, Subcommand: tc.sub, Flags: tc.flags}
+			o := l.Overlay([]GrantSpec{bad, good}, nil)
+			msg := strings.NewReplacer("$CFG", cfg, "$DIR", dir).Replace(tc.msg)
+			if err := o.Dormant["req_bad"]; err == nil || err.Error() != msg {
+				t.Errorf("dormant error:\n got %v\nwant %s", err, msg)
+			}
+			if err := l.Overlay(nil, []GrantSpec{bad}).Dormant["req_bad"]; err == nil || err.Error() != msg {
+				t.Errorf("dormant once-grant error:\n got %v\nwant %s", err, msg)
+			}
+			if _, ok := o.Dormant["req_good"]; ok {
+				t.Errorf("a good grant went dormant beside a bad one: %v", o.Dormant["req_good"])
+			}
+			if _, ok := o.Policy.Rule("git_status"); !ok {
+				t.Errorf("the good grant is not in force")
+			}
+			if _, ok := l.Overlay(nil, []GrantSpec{bad}).Each["req_bad"]; ok {
+				t.Errorf("a refused once-grant has a policy")
+			}
+		})
+	}
+}
+
+// TestOverlayEachGrantStandsApart shows that each grant's own policy holds
+// that grant alone, so a call is credited to the grant that really allows
+// it, while Timed holds every timed grant and Policy every grant.
+func TestOverlayEachGrantStandsApart(t *testing.T) {
+	t.Parallel()
+	dir := applyFixture(t)
+	cfg := writeConfig(t, dir, "config.yaml", refusalConfig, 0o600)
+	l := loadFor(t, cfg, dir)
+	o := l.Overlay(
+		[]GrantSpec{{ID: "t1", Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--atomic"}}},
+		[]GrantSpec{
+			{ID: "o1", Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--dry-run"}},
+			{ID: "o2", Tool: "git", Subcommand: []string{"fetch"}},
+		})
+	flags := func(p *policy.Policy, name string) []string {
+		r, ok := p.Rule(name)
+		if !ok {
+			return nil
+		}
+		var out []string
+		for _, f := range r.Flags() {
+			if !f.Help {
+				out = append(out, f.Flag)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		what string
+		p    *policy.Policy
+		want []string
+	}{
+		{"Timed", o.Timed, []string{"--atomic"}},
+		{"t1", o.Each["t1"], []string{"--atomic"}},
+		{"o1", o.Each["o1"], []string{"--dry-run"}},
+		{"o2", o.Each["o2"], nil},
+		{"Policy", o.Policy, []string{"--atomic", "--dry-run"}},
+	} {
+		if got := flags(c.p, "git_push"); !slices.Equal(got, c.want) {
+			t.Errorf("%s: git_push flags %v, want %v", c.what, got, c.want)
+		}
+	}
+	if _, ok := o.Each["o1"].Rule("git_fetch"); ok {
+		t.Errorf("o1's policy holds o2's rule")
+	}
+	if _, ok := o.Policy.Rule("git_fetch"); !ok {
+		t.Errorf("the served policy lacks o2's rule")
+	}
+	r, ok := o.Each["o2"].Rule("git_fetch")
+	if !ok {
+		t.Fatal("o2's policy lacks its rule")
+	}
+	if n, limited := r.PositionalMax(); !limited || n != 0 {
+		t.Errorf("a rule from a grant allows %d positionals (limited %v), want 0", n, limited)
+	}
+}
+
+// TestPolicyHash shows the hash covers the config, env and overrides files
+// but not the token files.
+func TestPolicyHash(t *testing.T) {
+	t.Parallel()
+	dir := applyFixture(t)
+	writeConfig(t, dir, "tok", "t0k3n-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", 0o600)
+	writeConfig(t, dir, "env", "A=1\n", 0o600)
+	cfg := writeConfig(t, dir, "config.yaml", `mcp:
+  listen: 127.0.0.1:8717
+  auth_token_file: $DIR/tok
+tools:
+  git:
+    binary: $DIR/bin/git
+    env_files: [$DIR/env]
+`, 0o600)
+	h0 := loadFor(t, cfg, dir).PolicyHash()
+	writeConfig(t, dir, "tok", "an0ther-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n", 0o600)
+	if h := loadFor(t, cfg, dir).PolicyHash(); h != h0 {
+		t.Errorf("a token change changed the policy hash")
+	}
+	writeConfig(t, dir, "env", "A=2\n", 0o600)
+	h1 := loadFor(t, cfg, dir).PolicyHash()
+	if h1 == h0 {
+		t.Errorf("an env file change kept the policy hash")
+	}
+	writeConfig(t, dir, "config.yaml", strings.ReplaceAll(string(readBytes(t, cfg)), "8717", "8718"), 0o600)
+	if h := loadFor(t, cfg, dir).PolicyHash(); h == h1 {
+		t.Errorf("a config change kept the policy hash")
+	}
+}
+
+// TestCanonicalPath shows the one spelling a grant records: absolute, with
+// symlinks resolved, so a grant approved through a link applies to the
+// server serving the file.
+func TestCanonicalPath(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := writeConfig(t, dir, "config.yaml", "mcp: {}\n", 0o600)
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{real, link, filepath.Join(dir, ".", "sub", "..", "link.yaml")} {
+		if got := CanonicalPath(p); got != real {
+			t.Errorf("CanonicalPath(%s) = %s, want %s", p, got, real)
+		}
+	}
+	if got := CanonicalPath(filepath.Join(dir, "missing.yaml")); got != filepath.Join(dir, "missing.yaml") {
+		t.Errorf("a missing file: %s", got)
+	}
+}
+
+// TestPolicyHashSameWithOrWithoutIntrospection shows the CLI (which may not
+// introspect) and the server (which does, reading the overrides files)
+// agree on the policy hash, overrides file included.
+func TestPolicyHashSameWithOrWithoutIntrospection(t *testing.T) {
+	t.Parallel()
+	dir := applyFixture(t)
+	writeConfig(t, dir, "overrides.yaml", "{}\n", 0o600)
+	cfg := writeConfig(t, dir, "config.yaml", `mcp:
+  listen: 127.0.0.1:8717
+tools:
+  git:
+    binary: $DIR/bin/git
+    introspection: {overrides_file: $DIR/overrides.yaml}
+`, 0o600)
+	plain := loadFor(t, cfg, dir).PolicyHash()
+	introspected, err := LoadFile(context.Background(), cfg, &LoadOptions{Paths: applyOptions(dir), Tokens: TokensOptional,
+		Introspect: func(_ context.Context, c *Config, _ bool) (policy.Helps, error) {
+			_, err := c.ReadOverrides("git")
+			return nil, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if introspected.PolicyHash() != plain {
+		t.Errorf("the policy hash depends on whether the load introspected")
+	}
+	writeConfig(t, dir, "overrides.yaml", "{git: {}}\n", 0o600)
+	if loadFor(t, cfg, dir).PolicyHash() == plain {
+		t.Errorf("an overrides change kept the policy hash")
+	}
+}

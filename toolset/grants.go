@@ -1,0 +1,370 @@
+package toolset
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/requests"
+	"github.com/wraptool/wraptool/toolset/runner"
+)
+
+// Grants are the temporary grants in force with a snapshot (CONTRACT §13).
+// A call the config alone refuses may be allowed by one of them; which one
+// is decided per call, at the call's time, so a grant stops allowing calls
+// at its until whether or not a new snapshot came meanwhile.
+type Grants struct {
+	// Timed is the config's policy with every timed capability grant
+	// merged; it decides only while now is before TimedUntil (the first of
+	// their untils), after which each grant is tried alone.
+	Timed      *policy.Policy
+	TimedUntil time.Time
+	// Capability lists the capability grants in force, timed ones first,
+	// each group oldest first, each with the policy of the config and that
+	// grant alone.
+	Capability []CapabilityGrant
+	// Exact lists the exact-call grants in force, timed ones first, each
+	// group oldest first.
+	Exact []ExactGrant
+}
+
+// CapabilityGrant is one capability grant in force.
+type CapabilityGrant struct {
+	ID    string
+	Once  bool
+	Until time.Time
+	// Tool and Subcommand are the request's: a combined timed policy's
+	// call is credited to the oldest timed grant for its rule.
+	Tool       string
+	Subcommand []string
+	// Policy is the config with this grant merged.
+	Policy *policy.Policy
+}
+
+// ExactGrant is one exact-call grant in force.
+type ExactGrant struct {
+	ID    string
+	Once  bool
+	Until time.Time
+	Call  requests.Call
+}
+
+// GrantUser consumes a once-grant: one step under the request log's lock
+// (re-read, check it is unused and unexpired, append its used_at line).
+// An error wrapping requests.ErrGrantUsed or requests.ErrGrantExpired means
+// another call had it; any other means the line could not be written.
+type GrantUser func(ctx context.Context, id string) error
+
+// grantUse is the grant a call runs under.
+type grantUse struct {
+	id    string
+	once  bool
+	until time.Time
+	exact *requests.Call
+}
+
+// errNotAdmitted wraps why a call allowed by a grant did not start: the
+// grant expired while it waited for a slot, another call used the
+// once-grant, or its working directory is no longer the approved one.
+type errNotAdmitted struct{ err error }
+
+func (e errNotAdmitted) Error() string { return e.err.Error() }
+func (e errNotAdmitted) Unwrap() error { return e.err }
+
+// errDirChanged refuses an exact-call grant whose working directory is not
+// the approved one (another directory now at that path).
+var errDirChanged = errors.New("the working directory is not the one the exact call was approved in")
+
+// grantFor finds the grant that allows a call the config alone refuses:
+// timed capability grants first (together, while none has expired; then
+// each alone), then timed exact-call grants, then once-grants, the oldest
+// first, capability before exact. It returns the decision under that grant,
+// or nil when none allows the call.
+func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessage, now time.Time) (policy.Decision, *grantUse) {
+	g := st.Grants
+	if g == nil {
+		return policy.Decision{}, nil
+	}
+	timedFirst := func(once bool) []CapabilityGrant {
+		var out []CapabilityGrant
+		for _, c := range g.Capability {
+			if c.Once == once && now.Before(c.Until) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	timed := timedFirst(false)
+	if g.Timed != nil && now.Before(g.TimedUntil) && len(timed) > 0 {
+		if d := g.Timed.Evaluate(call); d.Allowed() {
+			credit := timed[0]
+			for _, c := range timed {
+				if c.Tool == call.Tool && slices.Equal(c.Subcommand, call.Subcommand) {
+					credit = c
+					break
+				}
+			}
+			return d, &grantUse{id: credit.ID, until: credit.Until}
+		}
+	}
+	capability := func(list []CapabilityGrant) (policy.Decision, *grantUse) {
+		for _, c := range list {
+			if d := c.Policy.Evaluate(call); d.Allowed() {
+				return d, &grantUse{id: c.ID, once: c.Once, until: c.Until}
+			}
+		}
+		return policy.Decision{}, nil
+	}
+	exact := func(once bool) (policy.Decision, *grantUse) {
+		var command []string
+		for i := range g.Exact {
+			e := &g.Exact[i]
+			if e.Once != once || !now.Before(e.Until) || e.Call.Tool != name || e.Call.Policy != st.PolicyHash ||
+				!bytes.Equal(e.Call.Arguments, canonical) {
+				continue
+			}
+			if command == nil {
+				var ok bool
+				if command, ok = st.base().Command(call); !ok {
+					return policy.Decision{}, nil
+				}
+			}
+			if !slices.Equal(command, e.Call.Command) {
+				continue
+			}
+			if d := st.base().EvaluateExact(call); d.Allowed() {
+				return d, &grantUse{id: e.ID, once: e.Once, until: e.Until, exact: &e.Call}
+			}
+		}
+		return policy.Decision{}, nil
+	}
+	if d, u := capability(timed); u != nil {
+		return d, u
+	}
+	if d, u := exact(false); u != nil {
+		return d, u
+	}
+	if d, u := capability(timedFirst(true)); u != nil {
+		return d, u
+	}
+	return exact(true)
+}
+
+// admit is the last check of a call allowed by a grant, made once it has a
+// slot and its working directory is pinned (dir; nil for the server's own),
+// just before the child starts: the grant must still be in force, an
+// exact-call grant's directory must be the approved one (same device and
+// inode), and a once-grant is consumed.
+func (st *State) admit(ctx context.Context, u *grantUse) func(dir *os.File) error {
+	return func(dir *os.File) error {
+		if !time.Now().Before(u.until) {
+			return errNotAdmitted{fmt.Errorf("grant %s: %w", u.id, requests.ErrGrantExpired)}
+		}
+		if u.exact != nil {
+			id, err := dirID(dir)
+			if err != nil || id != u.exact.Dir {
+				return errNotAdmitted{errDirChanged}
+			}
+		}
+		if u.once {
+			if st.UseGrant == nil {
+				return errors.New("once-grants cannot be used: no request log writer")
+			}
+			if err := st.UseGrant(ctx, u.id); err != nil {
+				if errors.Is(err, requests.ErrGrantUsed) || errors.Is(err, requests.ErrGrantExpired) || errors.Is(err, requests.ErrNoGrant) {
+					return errNotAdmitted{err}
+				}
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// dirID names a directory by device and inode, "DEV:INO": the open handle's
+// when there is one, else the server's working directory's.
+func dirID(dir *os.File) (string, error) {
+	var info os.FileInfo
+	var err error
+	if dir != nil {
+		info, err = dir.Stat()
+	} else {
+		info, err = os.Stat(".")
+	}
+	if err != nil {
+		return "", err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", errors.New("no device and inode")
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
+}
+
+// Bounds of the denial memory (CONTRACT §13).
+const (
+	// MaxDenials is how many refused calls are remembered.
+	MaxDenials = 1000
+	// DenialTTL is how long one is.
+	DenialTTL = time.Hour
+	// MaxExactArguments bounds the arguments of a call that gets a call_id.
+	MaxExactArguments = 64 << 10
+)
+
+// DeniedCall is a refused call an exact-call request can name.
+type DeniedCall struct {
+	// Call is what the request line records.
+	Call requests.Call
+	// Tool, Subcommand and Flags are the capability the call used.
+	Tool       string
+	Subcommand []string
+	Flags      []string
+	// At is when it was refused.
+	At time.Time
+}
+
+// Denials remembers the last MaxDenials refused calls for DenialTTL, in
+// memory, by call_id. One lives for the server's lifetime; it is safe for
+// concurrent use.
+type Denials struct {
+	mu    sync.Mutex
+	byID  map[string]DeniedCall
+	order []string // call_ids, oldest first
+}
+
+// NewDenials returns an empty memory.
+func NewDenials() *Denials { return &Denials{byID: map[string]DeniedCall{}} }
+
+// Add remembers c and returns its new call_id: "call_" and 8 lowercase hex
+// digits from a cryptographic source.
+func (m *Denials) Add(c DeniedCall) (string, error) {
+	if m == nil {
+		return "", errors.New("no denial memory")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expire(c.At)
+	var id string
+	for {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		if id = "call_" + hex.EncodeToString(b[:]); m.byID[id].At.IsZero() {
+			break
+		}
+	}
+	for len(m.order) >= MaxDenials {
+		delete(m.byID, m.order[0])
+		m.order = m.order[1:]
+	}
+	m.byID[id] = c
+	m.order = append(m.order, id)
+	return id, nil
+}
+
+// Get returns the refused call with that call_id, if it is remembered and
+// not older than DenialTTL at now.
+func (m *Denials) Get(id string, now time.Time) (DeniedCall, bool) {
+	if m == nil {
+		return DeniedCall{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.expire(now)
+	c, ok := m.byID[id]
+	return c, ok
+}
+
+// expire drops what is older than DenialTTL at now.
+func (m *Denials) expire(now time.Time) {
+	n := 0
+	for n < len(m.order) && now.Sub(m.byID[m.order[n]].At) > DenialTTL {
+		delete(m.byID, m.order[n])
+		n++
+	}
+	m.order = m.order[n:]
+}
+
+// Denial is a refused call's structuredContent (CONTRACT §13): the run's
+// output schema admits it too, since clients validate structuredContent
+// against the output schema even on errors.
+type Denial struct {
+	Denied bool `json:"denied"`
+	// CallID names the call for an exact-call request; "" when none was
+	// issued (arguments over 64 KiB, a value no argv token can hold, a
+	// working directory that cannot be resolved).
+	CallID string `json:"call_id,omitempty"`
+	// Command is the call as it would have run, tool key first.
+	Command []string `json:"command,omitempty"`
+	// Reason is the Policy: line's reason.
+	Reason string `json:"reason"`
+}
+
+// denial renders a refusal for the assistant, with its structuredContent,
+// remembering the call for an exact-call request when it can be named.
+func (st *State) denial(name string, call policy.Call, raw json.RawMessage, rt Runtime, r *policy.Refusal) *mcp.CallToolResult {
+	d := Denial{Denied: true, Reason: r.Reason}
+	if command, ok := st.base().Command(call); ok {
+		d.Command = command
+		d.CallID = st.remember(name, call, raw, rt, command)
+	}
+	res := errorResult(r.Text)
+	res.StructuredContent = d
+	return res
+}
+
+// remember records a refused call in the denial memory and returns its
+// call_id, or "" when it cannot be named exactly.
+func (st *State) remember(name string, call policy.Call, raw json.RawMessage, rt Runtime, command []string) string {
+	if st.Denials == nil || len(raw) > MaxExactArguments {
+		return ""
+	}
+	flags := st.base().CallFlags(call)
+	for _, f := range flags {
+		if !policy.ValidFlag(f) {
+			return "" // no capability request could name it
+		}
+	}
+	canonical, err := requests.CanonicalArguments(raw)
+	if err != nil {
+		return ""
+	}
+	requested, _ := call.Params[policy.CwdProperty].(string)
+	dir, real, err := runner.OpenWorkdir(requested, rt.WorkingDir, rt.Roots)
+	if err != nil {
+		return ""
+	}
+	if dir != nil {
+		defer dir.Close()
+	} else if real, err = os.Getwd(); err != nil {
+		return ""
+	}
+	id, err := dirID(dir)
+	if err != nil {
+		return ""
+	}
+	callID, err := st.Denials.Add(DeniedCall{
+		Call:       requests.Call{Tool: name, Arguments: canonical, Command: command, Cwd: real, Dir: id, Policy: st.PolicyHash},
+		Tool:       call.Tool,
+		Subcommand: slices.Clone(call.Subcommand),
+		Flags:      flags,
+		At:         time.Now(),
+	})
+	if err != nil {
+		return ""
+	}
+	return callID
+}
