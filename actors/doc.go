@@ -5,8 +5,9 @@
 //
 // Actors own their state and share nothing else, with one sanctioned
 // exception: the policy holder publishes immutable snapshots that readers
-// (tool handlers, the hub's auth check, the watcher and the request-log
-// writer) load through an atomic pointer. Every send also selects on
+// (tool handlers, the hub's auth check, the watcher, the request-log
+// writer, the grants actor and the hook runner) load through an atomic
+// pointer. Every send also selects on
 // ctx.Done(), constructors start no goroutines, and a request that needs an
 // answer carries its own buffered reply channel.
 package actors

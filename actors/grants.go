@@ -26,7 +26,12 @@ type Grants struct {
 	changed   messages.Doorbell
 	snapshots Snapshots
 	out       chan<- messages.GrantsChanged
+	waits     chan messages.AwaitDecision
 	log       *slog.Logger
+	done      chan struct{}
+
+	// waiting are the calls waiting for a decision, by request id.
+	waiting map[string][]messages.AwaitDecision
 
 	recs   []*requests.Record // the log as last read
 	active []*requests.Record // what the holder was last given
@@ -44,12 +49,43 @@ type GrantsOptions struct {
 	Out chan<- messages.GrantsChanged
 	// Log receives the ignored lines and the grants' comings and goings.
 	Log *slog.Logger
+	// Waits carries the request tool's waits for decisions (Await); nil
+	// makes its own.
+	Waits chan messages.AwaitDecision
 }
 
 // NewGrants reads nothing until Prime or Run.
 func NewGrants(o GrantsOptions) *Grants {
-	return &Grants{changed: o.LogChanged, snapshots: o.Snapshots, out: o.Out, log: logger(o.Log, "grants"),
+	if o.Waits == nil {
+		o.Waits = make(chan messages.AwaitDecision)
+	}
+	return &Grants{changed: o.LogChanged, snapshots: o.Snapshots, out: o.Out, waits: o.Waits, log: logger(o.Log, "grants"),
+		done: make(chan struct{}), waiting: map[string][]messages.AwaitDecision{},
 		used: map[string]bool{}, warned: map[string]bool{}}
+}
+
+// DecisionPoll is how often the log is read again while a call waits for a
+// decision, besides every change the watcher reports: a decision written
+// by any writer ends a wait within it even if a file event was missed.
+const DecisionPoll = time.Second
+
+// Watch registers a wait for request id's decision, by any writer (the
+// CLI, watch, the admin UI, a client): the folded record arrives on the
+// returned channel (buffer 1) once it is decided; the channel is closed
+// without a value when the actor stops first. The wait is forgotten once
+// ctx ends (the request stays as it is). It is the request tool's
+// toolset.Watcher: a wait holds no lock, and no goroutine beyond the
+// caller's own.
+func (g *Grants) Watch(ctx context.Context, id string) (<-chan requests.Record, error) {
+	reply := make(chan requests.Record, 1)
+	select {
+	case g.waits <- messages.AwaitDecision{ID: id, Done: ctx.Done(), Reply: reply}:
+		return reply, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-g.done:
+		return nil, ErrStopped
+	}
 }
 
 // Follow sets where the log's path comes from once serving: the policy
@@ -68,8 +104,20 @@ func (g *Grants) Prime(path string) []*requests.Record {
 
 // Run follows the log until ctx is done.
 func (g *Grants) Run(ctx context.Context) error {
+	defer close(g.done)
+	// A wait still registered when the actor stops (the server is
+	// stopping) hears so at once: its reply channel is closed.
+	defer func() {
+		for _, ws := range g.waiting {
+			for _, w := range ws {
+				close(w.Reply)
+			}
+		}
+	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	poll := time.NewTicker(DecisionPoll)
+	defer poll.Stop()
 	for {
 		g.arm(timer, time.Now())
 		select {
@@ -78,10 +126,51 @@ func (g *Grants) Run(ctx context.Context) error {
 		case <-g.changed:
 			g.read()
 		case <-timer.C:
+		case w := <-g.waits:
+			g.waiting[w.ID] = append(g.waiting[w.ID], w)
+		case <-poll.C:
+			if len(g.waiting) == 0 {
+				continue
+			}
+			g.read()
 		}
+		g.answer()
 		if !g.publish(ctx) {
 			return nil
 		}
+	}
+}
+
+// answer forgets the waits whose callers stopped waiting, then replies to
+// every wait whose request is decided.
+func (g *Grants) answer() {
+	if len(g.waiting) == 0 {
+		return
+	}
+	for id, ws := range g.waiting {
+		kept := slices.DeleteFunc(ws, func(w messages.AwaitDecision) bool {
+			select {
+			case <-w.Done:
+				return true
+			default:
+				return false
+			}
+		})
+		if len(kept) == 0 {
+			delete(g.waiting, id)
+		} else {
+			g.waiting[id] = kept
+		}
+	}
+	for _, r := range g.recs {
+		ws, ok := g.waiting[r.ID]
+		if !ok || r.Status == requests.StatusPending {
+			continue
+		}
+		for _, w := range ws {
+			w.Reply <- *r // buffered (size 1): never blocks
+		}
+		delete(g.waiting, r.ID)
 	}
 }
 

@@ -153,3 +153,89 @@ func TestGrantsFollowTheLog(t *testing.T) {
 		<-done
 	})
 }
+
+// TestGrantsAnswerWaits: a wait for a decision is answered once any writer
+// decides (here a Log the actor does not own, with no doorbell rung: the
+// poll finds it), at once for a request already decided, never for one
+// still pending; a wait whose caller stopped is forgotten; a wait still
+// registered when the actor stops has its channel closed; Watch fails once
+// the actor has stopped.
+func TestGrantsAnswerWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "requests.jsonl")
+		l := requests.Open(path)
+		submit := func(flag string) string {
+			s, err := l.Submit(context.Background(), requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{flag}, Rationale: "r"}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.ID
+		}
+		deny := func(id string) {
+			if err := l.Decide(context.Background(), id, requests.Decision{Status: requests.StatusDenied, Reason: "no", DecidedBy: "cli"}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		early, waited, forgotten, never := submit("--a"), submit("--b"), submit("--c"), submit("--d")
+		deny(early)
+
+		snaps := newTestSnapshots(&Snapshot{Config: &config.Config{MCP: config.MCP{RequestLog: path}}})
+		g := NewGrants(GrantsOptions{Snapshots: snaps, LogChanged: make(messages.Doorbell, 1), Out: make(chan messages.GrantsChanged, 16)})
+		g.Prime(path)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { g.Run(ctx); close(done) }()
+
+		watch := func(ctx context.Context, id string) <-chan requests.Record {
+			ch, err := g.Watch(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ch
+		}
+		if r := <-watch(t.Context(), early); r.ID != early || r.Status != requests.StatusDenied {
+			t.Errorf("already decided: %+v", r)
+		}
+
+		start := time.Now()
+		w := watch(t.Context(), waited)
+		stopCtx, stop := context.WithCancel(t.Context())
+		f := watch(stopCtx, forgotten)
+		n := watch(t.Context(), never)
+		stop()
+		deny(waited)
+		deny(forgotten)
+		r := <-w
+		if r.ID != waited || r.Status != requests.StatusDenied || r.Reason == nil || *r.Reason != "no" {
+			t.Errorf("decided elsewhere: %+v", r)
+		}
+		if took := time.Since(start); took > DecisionPoll {
+			t.Errorf("answered after %v, want within %v", took, DecisionPoll)
+		}
+		synctest.Wait()
+		select {
+		case r := <-f:
+			// Allowed only if the decision was seen before the stop was:
+			// it was not, the stop came first.
+			t.Errorf("a forgotten wait was answered: %+v", r)
+		case r := <-n:
+			t.Errorf("a pending request's wait was answered: %+v", r)
+		default:
+		}
+		time.Sleep(10 * DecisionPoll) // fake time: ten more polls
+		synctest.Wait()
+		select {
+		case r := <-n:
+			t.Errorf("a pending request's wait was answered: %+v", r)
+		default:
+		}
+		cancel()
+		<-done
+		if r, ok := <-n; ok {
+			t.Errorf("a wait still registered at the stop got %+v, want its channel closed", r)
+		}
+		if _, err := g.Watch(t.Context(), never); err == nil {
+			t.Errorf("Watch after the actor stopped: no error")
+		}
+	})
+}

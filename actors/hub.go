@@ -151,6 +151,12 @@ func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			h.mu.Unlock()
 		}()
+		// Once the grace period is over, every handler still running
+		// is told to stop, not only the tool runs: a call waiting for a
+		// decision or a client's answer must not hold shutdown up.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(h.runs, cancel)()
 		return next(ctx, method, req)
 	}
 }
@@ -217,6 +223,21 @@ func (h *Hub) token() string {
 		return ""
 	}
 	return h.snapshots.Current().MCPToken
+}
+
+// elicitTokens are the elicitation clients' tokens (mcp.elicit_clients),
+// accepted like the MCP token: a session on one may be asked to decide its
+// own requests.
+func (h *Hub) elicitTokens() []string {
+	if h.snapshots == nil {
+		return nil
+	}
+	m := h.snapshots.Current().ElicitTokens
+	out := make([]string, 0, len(m))
+	for tok := range m {
+		out = append(out, tok)
+	}
+	return out
 }
 
 // Close releases the listener of a hub whose Run never started (start-up
@@ -330,6 +351,7 @@ func (h *Hub) Handler() http.Handler {
 	guard := httpguard.New(&httpguard.Options{
 		Hosts:        httpguard.LoopbackHosts(h.ln.Addr()),
 		Token:        h.token,
+		Others:       h.elicitTokens,
 		MaxBodyBytes: MaxBodyBytes,
 		BodyTimeout:  h.bodyTimeout,
 	})

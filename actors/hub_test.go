@@ -40,9 +40,12 @@ type hubHarness struct {
 	// killed receives, for each call of the slow tool the hub's Calls
 	// context ended, when that happened.
 	killed chan time.Time
-	sink   *logSink
-	client *http.Client
-	stop   func() error
+	// cancelled receives, for each call of the patient tool (which
+	// watches only its own context), when that context ended.
+	cancelled chan time.Time
+	sink      *logSink
+	client    *http.Client
+	stop      func() error
 }
 
 // newHubHarness binds a hub as o says, its Snapshots giving token; it does
@@ -59,7 +62,8 @@ func newHubHarness(t *testing.T, o HubOptions, token string) *hubHarness {
 // buildHub binds a hub exactly as o says (o.Snapshots may be nil).
 func buildHub(t *testing.T, o HubOptions) *hubHarness {
 	t.Helper()
-	h := &hubHarness{started: make(chan struct{}, 1), release: make(chan struct{}), killed: make(chan time.Time, 1)}
+	h := &hubHarness{started: make(chan struct{}, 1), release: make(chan struct{}), killed: make(chan time.Time, 1),
+		cancelled: make(chan time.Time, 1)}
 	log, sink := newTestLogger()
 	h.sink = sink
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "v0"}, &mcp.ServerOptions{Logger: log})
@@ -73,6 +77,13 @@ func buildHub(t *testing.T, o HubOptions) *hubHarness {
 			case <-ctx.Done():
 			}
 			return &mcp.CallToolResult{}, nil
+		})
+	h.server.AddTool(&mcp.Tool{Name: "patient", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			h.started <- struct{}{}
+			<-ctx.Done()
+			h.cancelled <- time.Now()
+			return nil, ctx.Err()
 		})
 	h.hub = NewHub(h.server, o, log)
 	if err := h.hub.Listen(); err != nil {
@@ -368,6 +379,32 @@ func TestHubCallsIsDoneAfterTheGraceWhenACallOutlivesIt(t *testing.T) {
 	if got := h.sink.lines("level=WARN", "grace period over", "component=hub"); len(got) != 1 {
 		t.Errorf("grace period warnings = %q, want 1", got)
 	}
+}
+
+// A handler that waits on nothing but its own context (a call waiting for
+// a decision, or for a client's answer) has that context cancelled once
+// the grace period is over, so it cannot hold the shutdown up.
+func TestHubCancelsHandlersAfterTheGrace(t *testing.T) {
+	t.Parallel()
+	const grace = 200 * time.Millisecond
+	h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", Grace: grace}, "secret-token")
+	h.stop = start(t, h.hub)
+	cs := h.connect(t, "streamable")
+	called := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "patient", Arguments: map[string]any{}})
+		called <- err
+	}()
+	receive(t, h.started, "start of the patient call")
+	begin := time.Now()
+	if err := h.stop(); err != nil {
+		t.Errorf("Run returned %v, want nil", err)
+	}
+	cancelled := receive(t, h.cancelled, "the patient call's context cancelled")
+	if after := cancelled.Sub(begin); after < grace || after > grace+prompt {
+		t.Errorf("the handler's context ended %v after the stop began, want once the grace of %v is over (within %v)", after, grace, prompt)
+	}
+	receive(t, called, "end of the patient call")
 }
 
 // Calls that end within the grace period are never killed: Calls() stays

@@ -23,6 +23,8 @@ import (
 type RequestLog struct {
 	in        chan messages.AppendRequest
 	uses      chan messages.UseGrant
+	decides   chan messages.DecideRequest
+	filed     chan<- messages.RequestFiled
 	snapshots Snapshots
 	now       func() time.Time
 	log       *slog.Logger
@@ -45,6 +47,10 @@ type RequestLogOptions struct {
 	Appends chan messages.AppendRequest
 	// Uses carries the once-grants UseGrant consumes; nil makes its own.
 	Uses chan messages.UseGrant
+	// Filed, when set, hears of every request appended (never of a
+	// de-duplicated one), for the operator's hook. A send that would
+	// block is dropped and logged: the request tool never waits for it.
+	Filed chan<- messages.RequestFiled
 	// Snapshots gives the log's path (mcp.request_log of the snapshot in
 	// service), read for every request.
 	Snapshots Snapshots
@@ -63,7 +69,7 @@ func NewRequestLog(o RequestLogOptions) *RequestLog {
 	if o.Uses == nil {
 		o.Uses = make(chan messages.UseGrant)
 	}
-	return &RequestLog{in: o.Appends, uses: o.Uses, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
+	return &RequestLog{in: o.Appends, uses: o.Uses, decides: make(chan messages.DecideRequest), filed: o.Filed, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
 		done: make(chan struct{}), waits: waits, endWaits: endWaits}
 }
 
@@ -95,6 +101,19 @@ func (w *RequestLog) Run(ctx context.Context) error {
 			}
 			// Reply is buffered (size 1) by contract: this never blocks.
 			m.Reply <- messages.AppendResult{Submitted: s, Err: err}
+			if err == nil && !s.Existing {
+				w.announce(s)
+			}
+		case m := <-w.decides:
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.current()
+			err := w.file.Decide(lockCtx, m.ID, m.Decision, w.now())
+			if err == nil {
+				w.log.Info("request decided", "id", m.ID, "status", m.Decision.Status, "decided_by", m.Decision.DecidedBy, "client", m.Decision.Client)
+			}
+			m.Reply <- err // buffered (size 1): never blocks
 		case m := <-w.uses:
 			if ctx.Err() != nil {
 				return nil
@@ -106,6 +125,18 @@ func (w *RequestLog) Run(ctx context.Context) error {
 			}
 			m.Reply <- err // buffered (size 1): never blocks
 		}
+	}
+}
+
+// announce hands a new request to the hook runner, never waiting for it.
+func (w *RequestLog) announce(s requests.Submitted) {
+	if w.filed == nil {
+		return
+	}
+	select {
+	case w.filed <- messages.RequestFiled{Record: s.Record, Line: s.Line}:
+	default:
+		w.log.Warn("on_request hook skipped: too many requests are waiting for the hook", "id", s.ID)
 	}
 }
 
@@ -129,6 +160,33 @@ func (w *RequestLog) UseGrant(ctx context.Context, id string) error {
 	reply := make(chan error, 1)
 	select {
 	case w.uses <- messages.UseGrant{ID: id, Reply: reply}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.done:
+		return ErrStopped
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.done:
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return ErrStopped
+		}
+	}
+}
+
+// Decide records d on request id through the writer (the toolset.Decider
+// of the request tool: a decision made in an elicitation client). It waits
+// only while ctx lasts.
+func (w *RequestLog) Decide(ctx context.Context, id string, d requests.Decision) error {
+	reply := make(chan error, 1)
+	select {
+	case w.decides <- messages.DecideRequest{ID: id, Decision: d, Reply: reply}:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-w.done:

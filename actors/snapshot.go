@@ -76,7 +76,8 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 	snap := &Snapshot{
 		State: toolset.State{Policy: l.Policy, Helps: l.Helps, RequestLog: c.MCP.RequestLog, Runtimes: rt,
 			Slots: shared.Slots, Reaper: shared.Reaper, Base: l.Policy, PolicyHash: l.PolicyHash(),
-			Denials: shared.Denials, UseGrant: shared.UseGrant},
+			Denials: shared.Denials, UseGrant: shared.UseGrant,
+			ElicitTokens: l.ElicitTokens, ConfigPath: config.CanonicalPath(c.File)},
 		Config:     c,
 		MCPToken:   l.MCPToken,
 		AdminToken: l.AdminToken,

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -112,9 +113,15 @@ func TestRequestLogWritersAtOnce(t *testing.T) {
 	errs := make(chan error, requestsWanted+2*decisionsPerCLI)
 	ids := make(chan string, requestsWanted)
 	for w := range workers {
-		c := s.Connect(t, "/mcp")
+		// One session may have only so many pending: each worker spreads
+		// its requests over enough sessions.
+		var clients []*mcpClient
+		for range (requestsWanted/workers)/toolset.MaxPendingPerSession + 1 {
+			clients = append(clients, s.Connect(t, "/mcp"))
+		}
 		wg.Go(func() {
-			for i := w; i < requestsWanted; i += workers {
+			for n, i := 0, w; i < requestsWanted; n, i = n+1, i+workers {
+				c := clients[n/toolset.MaxPendingPerSession]
 				args := askFor("tool", []string{fmt.Sprintf("s%04d", i)}, nil, "concurrency", "")
 				res := c.Call(t, requestTool, args)
 				if res.IsError {

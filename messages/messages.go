@@ -45,6 +45,11 @@
 //	GrantsChanged     chan GrantsChanged     grants → policy holder               0       blocks, with ctx: the grants in force are not lost
 //	UseGrant          chan UseGrant          tool handlers → request log          0       blocks, with the call's ctx
 //	UseGrant.Reply    chan error             request log → one handler            1       never blocks: the caller may have gone
+//	DecideRequest     chan DecideRequest     request-tool handlers → request log  0       blocks, with the call's ctx
+//	DecideRequest.Reply chan error           request log → one handler            1       never blocks: the caller may have gone
+//	RequestFiled      chan RequestFiled      request log → hooks                  64      never blocks: a request the hooks have no room for is logged and not hooked
+//	AwaitDecision     chan AwaitDecision     request-tool handlers → grants       0       blocks, with the call's ctx
+//	AwaitDecision.Reply chan requests.Record grants → one handler                 1       never blocks: the caller may have gone; closed unanswered when grants stops
 //
 // A doorbell carries no data: its receiver reads the current state (the
 // snapshot the policy holder publishes) when it answers, so a burst of rings
@@ -161,4 +166,30 @@ type GrantsChanged struct {
 type UseGrant struct {
 	ID    string
 	Reply chan<- error
+}
+
+// RequestFiled tells the hook runner (mcp.on_request, CONTRACT §15) of a new
+// request: one the writer appended, never a de-duplicated one. Line is the
+// request's JSON line as written (the hook's stdin).
+type RequestFiled struct {
+	Record requests.Record
+	Line   []byte
+}
+
+// AwaitDecision asks the grants actor, which follows the request log, to
+// answer on Reply (buffer 1) once the request ID is decided, by any writer.
+// Done is closed when the caller stops waiting (its wait ended or its call
+// was cancelled); the actor then forgets the wait.
+type AwaitDecision struct {
+	ID    string
+	Done  <-chan struct{}
+	Reply chan<- requests.Record
+}
+
+// DecideRequest asks the request-log writer to record a decision made in an
+// elicitation client (CONTRACT §15); Reply (buffer 1) carries the outcome.
+type DecideRequest struct {
+	ID       string
+	Decision requests.Decision
+	Reply    chan<- error
 }

@@ -2,12 +2,11 @@ package toolset
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,14 +48,20 @@ func RequestDefinition() *mcp.Tool {
 				"call_id":    str("Instead of tool, subcommand and flags: the call_id of a refused call, to ask for exactly that call."),
 				"rationale":  str("Why the capability is needed."),
 				"enables":    str("What approval would let you do."),
+				"wait_seconds": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxWaitSeconds,
+					"description": "Wait up to this many seconds (0 to 300) for the operator's decision; the call returns as soon as " +
+						"the request is decided. Progress notifications come every 5 s when the call carries a progress token."},
 			},
 			"required": []string{"rationale"},
 		},
 		OutputSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
-				"id":     map[string]any{"type": "string"},
-				"status": map[string]any{"type": "string"},
+				"id":      map[string]any{"type": "string"},
+				"status":  map[string]any{"type": "string"},
+				"reason":  map[string]any{"type": "string", "description": "the operator's reason, once decided"},
+				"applied": map[string]any{"type": "boolean", "description": "merged into the config, once approved"},
+				"grant":   map[string]any{"type": "object", "description": "a temporary grant's terms: once, until"},
 			},
 			"required": []string{"id", "status"},
 		},
@@ -65,12 +70,51 @@ func RequestDefinition() *mcp.Tool {
 
 // requestInput is the built-in tool's input as sent.
 type requestInput struct {
-	Tool       *string   `json:"tool"`
-	Subcommand *[]string `json:"subcommand"`
-	Flags      []string  `json:"flags"`
-	CallID     *string   `json:"call_id"`
-	Rationale  *string   `json:"rationale"`
-	Enables    string    `json:"enables"`
+	Tool       *string         `json:"tool"`
+	Subcommand *[]string       `json:"subcommand"`
+	Flags      []string        `json:"flags"`
+	CallID     *string         `json:"call_id"`
+	Rationale  *string         `json:"rationale"`
+	Enables    string          `json:"enables"`
+	Wait       json.RawMessage `json:"wait_seconds"`
+}
+
+// MaxWaitSeconds bounds wait_seconds (CONTRACT §15).
+const MaxWaitSeconds = 300
+
+// Parsed is a checked wraptool_request_capability input.
+type Parsed struct {
+	// Request is what to record; for an exact-call request only Rationale
+	// and Enables are set, and CallID names the call to look up.
+	Request requests.Request
+	CallID  string
+	// Wait is how long the call may wait for a decision; zero for none.
+	Wait time.Duration
+}
+
+// waitSeconds reads wait_seconds: absent or null is 0; a JSON integer or a
+// string of digits from 0 to MaxWaitSeconds.
+func waitSeconds(raw json.RawMessage) (time.Duration, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return 0, nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, errors.New("wait_seconds must be an integer from 0 to 300")
+		}
+	} else {
+		s = string(raw)
+	}
+	if s == "" || len(s) > 3 || strings.Trim(s, "0123456789") != "" {
+		return 0, fmt.Errorf("wait_seconds must be an integer from 0 to %d, got %s", MaxWaitSeconds, raw)
+	}
+	n, _ := strconv.Atoi(s)
+	if n > MaxWaitSeconds {
+		return 0, fmt.Errorf("wait_seconds must be an integer from 0 to %d, got %d", MaxWaitSeconds, n)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // ParseRequest checks a wraptool_request_capability input: token and flag
@@ -79,15 +123,19 @@ type requestInput struct {
 // (call_id given instead of tool, subcommand and flags) comes back with
 // callID set and only Rationale and Enables filled: the caller looks the
 // call up.
-func ParseRequest(raw json.RawMessage) (r requests.Request, callID string, err error) {
+func ParseRequest(raw json.RawMessage) (Parsed, error) {
 	var in requestInput
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return requests.Request{}, "", fmt.Errorf("the arguments must be an object with tool, subcommand, flags (or call_id), rationale and enables: %v", err)
+		return Parsed{}, fmt.Errorf("the arguments must be an object with tool, subcommand, flags (or call_id), rationale, enables and wait_seconds: %v", err)
 	}
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	wait, err := waitSeconds(in.Wait)
+	if err != nil {
+		bad("%v", err)
+	}
 	if in.CallID != nil {
 		switch {
 		case in.Tool != nil || in.Subcommand != nil || in.Flags != nil:
@@ -97,9 +145,9 @@ func ParseRequest(raw json.RawMessage) (r requests.Request, callID string, err e
 		}
 		rationale(in, bad)
 		if len(errs) > 0 {
-			return requests.Request{}, "", errors.New(strings.Join(errs, "; "))
+			return Parsed{}, errors.New(strings.Join(errs, "; "))
 		}
-		return requests.Request{Rationale: *in.Rationale, Enables: in.Enables}, *in.CallID, nil
+		return Parsed{Request: requests.Request{Rationale: *in.Rationale, Enables: in.Enables}, CallID: *in.CallID, Wait: wait}, nil
 	}
 	switch {
 	case in.Tool == nil || *in.Tool == "":
@@ -138,12 +186,12 @@ func ParseRequest(raw json.RawMessage) (r requests.Request, callID string, err e
 	}
 	rationale(in, bad)
 	if len(errs) > 0 {
-		return requests.Request{}, "", errors.New(strings.Join(errs, "; "))
+		return Parsed{}, errors.New(strings.Join(errs, "; "))
 	}
 	if flags == nil {
 		flags = []string{}
 	}
-	return requests.Request{Tool: *in.Tool, Subcommand: sub, Flags: flags, Rationale: *in.Rationale, Enables: in.Enables}, "", nil
+	return Parsed{Request: requests.Request{Tool: *in.Tool, Subcommand: sub, Flags: flags, Rationale: *in.Rationale, Enables: in.Enables}, Wait: wait}, nil
 }
 
 // rationale checks the free-text fields every request has.
@@ -197,63 +245,4 @@ func withoutLineBreaks(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// Submitter records a request, or finds the identical pending one.
-type Submitter func(context.Context, requests.Request) (requests.Submitted, error)
-
-// RequestResult is the built-in tool's structuredContent.
-type RequestResult struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-}
-
-// NewRequestHandler returns the handler of wraptool_request_capability.
-// denials resolves the call_id of an exact-call request; nil knows none.
-func NewRequestHandler(submit Submitter, denials *Denials, log *slog.Logger) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r, callID, err := ParseRequest(req.Params.Arguments)
-		if err != nil {
-			return errorResult("The request was not recorded: " + err.Error() + "."), nil
-		}
-		if callID != "" {
-			denied, ok := denials.Get(callID, time.Now())
-			if !ok {
-				return errorResult("The request was not recorded: call_id " + callID + " is unknown or expired " +
-					"(wraptool remembers the last " + fmt.Sprint(MaxDenials) + " refused calls for " + DenialTTL.String() +
-					"); make the call again to get a new one, or ask for the capability with tool and subcommand."), nil
-			}
-			call := denied.Call
-			r.Tool, r.Subcommand, r.Flags, r.Call = denied.Tool, denied.Subcommand, denied.Flags, &call
-		}
-		s, err := submit(ctx, r)
-		if err != nil {
-			log.Warn("capability request not recorded", "tool", r.Tool, "subcommand", r.Subcommand, "error", err)
-			if errors.Is(err, requests.ErrLocked) {
-				// Another process (the CLI, a backup) holds the log: say so,
-				// naming the file, so the assistant can try again later.
-				return errorResult("The request was not recorded: " + err.Error() + ". Try again in a moment."), nil
-			}
-			if errors.Is(err, requests.ErrPendingLimit) {
-				return errorResult("The request was not recorded: the pending limit is reached (" +
-					fmt.Sprint(requests.MaxPending) + " requests await the operator's decision). " +
-					"A slot frees when the operator decides one."), nil
-			}
-			// The detail (paths, I/O errors) is for the operator's log.
-			return errorResult("The request was not recorded: wraptool could not write its request log; " +
-				"the operator can see why in the server log."), nil
-		}
-		text := "Request " + s.ID + " recorded (pending). The operator will review it; if it is approved, " +
-			"this server's tool list changes and you are notified."
-		if s.Existing {
-			text = "Request " + s.ID + " recorded (pending). An identical request was already pending, " +
-				"so no new one was filed; the operator will review it."
-		} else {
-			log.Info("capability request recorded", "id", s.ID, "tool", r.Tool, "subcommand", r.Subcommand, "flags", r.Flags)
-		}
-		return &mcp.CallToolResult{
-			Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-			StructuredContent: RequestResult{ID: s.ID, Status: requests.StatusPending},
-		}, nil
-	}
 }

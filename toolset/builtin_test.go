@@ -129,11 +129,24 @@ func TestParseRequest(t *testing.T) {
 		{"a call_id with flags is refused", `{"call_id":"call_0a1b2c3d","flags":[],"rationale":"r"}`, requests.Request{}, "not both"},
 		{"a malformed call_id is refused", `{"call_id":"call_0A1B2C3D","rationale":"r"}`, requests.Request{}, "is not one wraptool issues"},
 		{"a call_id still needs a rationale", `{"call_id":"call_0a1b2c3d"}`, requests.Request{}, "rationale is required"},
+
+		{"wait_seconds as an integer is accepted", requestJSON(map[string]any{"wait_seconds": 300}),
+			requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force-with-lease"},
+				Rationale: "I rebased the branch", Enables: "push the rebased branch"}, ""},
+		{"wait_seconds as a string of digits is accepted", requestJSON(map[string]any{"wait_seconds": "0"}),
+			requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force-with-lease"},
+				Rationale: "I rebased the branch", Enables: "push the rebased branch"}, ""},
+		{"wait_seconds over 300 is refused", requestJSON(map[string]any{"wait_seconds": 301}), requests.Request{}, "wait_seconds must be an integer from 0 to 300"},
+		{"a negative wait_seconds is refused", requestJSON(map[string]any{"wait_seconds": -1}), requests.Request{}, "wait_seconds must be an integer from 0 to 300"},
+		{"a fractional wait_seconds is refused", requestJSON(map[string]any{"wait_seconds": 1.5}), requests.Request{}, "wait_seconds must be an integer from 0 to 300"},
+		{"a wait_seconds string that is not digits is refused", requestJSON(map[string]any{"wait_seconds": "10s"}), requests.Request{}, "wait_seconds must be an integer"},
+		{"a boolean wait_seconds is refused", requestJSON(map[string]any{"wait_seconds": true}), requests.Request{}, "wait_seconds must be an integer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, callID, err := ParseRequest(json.RawMessage(tc.in))
+			parsed, err := ParseRequest(json.RawMessage(tc.in))
+			got, callID := parsed.Request, parsed.CallID
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("err %v, want one containing %q", err, tc.err)
@@ -169,7 +182,7 @@ func TestRequestDefinition(t *testing.T) {
 		t.Errorf("required %s, want %s", got, want)
 	}
 	props, _ := in["properties"].(map[string]any)
-	want := map[string]string{"tool": "string", "subcommand": "array", "flags": "array", "call_id": "string", "rationale": "string", "enables": "string"}
+	want := map[string]string{"tool": "string", "subcommand": "array", "flags": "array", "call_id": "string", "rationale": "string", "enables": "string", "wait_seconds": "integer"}
 	if len(props) != len(want) {
 		t.Errorf("properties %v, want %v", props, want)
 	}
@@ -200,7 +213,8 @@ func TestRequestHandler(t *testing.T) {
 	t.Parallel()
 	const id = "req_0123abcd"
 	valid := requestJSON(nil)
-	parsed, _, err := ParseRequest(json.RawMessage(valid))
+	p, err := ParseRequest(json.RawMessage(valid))
+	parsed := p.Request
 	if err != nil {
 		t.Fatal(err)
 	}

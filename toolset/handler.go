@@ -56,6 +56,11 @@ type State struct {
 	// UseGrant consumes a once-grant (the request-log writer's); nil when
 	// none can be.
 	UseGrant GrantUser
+	// ElicitTokens maps each elicitation client's token to its name
+	// (mcp.elicit_clients); ConfigPath is the served config's canonical
+	// path, which a grant decided in a client records.
+	ElicitTokens map[string]string
+	ConfigPath   string
 }
 
 // base is the policy that decides a call before any grant.

@@ -124,13 +124,18 @@ func TestReviewPageShowsHistoryNewestFirstAndThePolicy(t *testing.T) {
 	f.apiPost(t, first, "approve", `{"apply":true}`)
 	f.clock.advance(time.Minute)
 	f.apiPost(t, second, "deny", `{"reason":"use <--ff-only>"}`)
+	third := f.submit(t, "git", []string{"fetch"}, nil, "asked in a client")
+	if err := requests.Decide(t.Context(), f.log, third, requests.Decision{Status: requests.StatusDenied,
+		Reason: "declined in the client", DecidedBy: "client", Client: "Claude Desktop"}, f.clock.now()); err != nil {
+		t.Fatal(err)
+	}
 	page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
 	hist := text(page[strings.Index(page, `<section class="history">`):strings.Index(page, `<section class="policy">`)])
 	i, j := strings.Index(hist, second), strings.Index(hist, first)
 	if i < 0 || j < 0 || i > j {
 		t.Fatalf("history does not list %s before %s:\n%s", second, first, hist)
 	}
-	for _, want := range []string{"2026-03-01 12:01:00Zdeniedadminno", "use <--ff-only>", "2026-03-01 12:00:00Zapprovedadminyes", "git push --tags"} {
+	for _, want := range []string{"2026-03-01 12:01:00Zdeniedadminno", "deniedclient (Claude Desktop)no", "use <--ff-only>", "2026-03-01 12:00:00Zapprovedadminyes", "git push --tags"} {
 		if !strings.Contains(hist, want) {
 			t.Errorf("history does not read %q:\n%s", want, hist)
 		}

@@ -142,6 +142,10 @@ func viewRequest(s site, r *requests.Record, now time.Time) requestView {
 		DecideURL: requestPath(r.ID, "decide"), ApplyURL: requestPath(r.ID, "apply"),
 		Status: r.Status, State: requests.GrantStatus(r, now), DecidedBy: requests.Token(r.DecidedBy),
 	}
+	if r.Client != "" {
+		// A decision made in an elicitation client names it (CONTRACT §15).
+		v.DecidedBy += " (" + requests.Text(r.Client) + ")"
+	}
 	if r.Call != nil {
 		v.Exact = true
 		v.Command = requests.Command(r.Call.Command)

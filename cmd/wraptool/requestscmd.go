@@ -99,7 +99,7 @@ func (a *app) requestsCommand() *ff.Command {
 		Usage:       "wraptool requests SUBCOMMAND",
 		ShortHelp:   "review the assistant's capability requests",
 		Flags:       ff.NewFlagSet("requests").SetParent(a.flags),
-		Subcommands: []*ff.Command{list, approve, deny},
+		Subcommands: []*ff.Command{list, approve, deny, a.watchCommand()},
 		Exec:        unknownCommand,
 	}
 }
@@ -164,6 +164,26 @@ type operator struct {
 }
 
 func (a *app) operator(ctx context.Context) (*operator, error) {
+	o, err := a.configOperator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, warns, err := requests.Read(o.requestLog())
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warns {
+		// A warning quotes what it skipped (an id), which anything that
+		// could write the log chose.
+		fmt.Fprintf(a.stderr, "warning: %s: skipped %s\n", o.requestLog(), requests.Text(w.String()))
+	}
+	o.recs = recs
+	return o, nil
+}
+
+// configOperator is an operator without the log folded: watch follows the
+// log itself.
+func (a *app) configOperator(ctx context.Context) (*operator, error) {
 	path, err := a.configPath()
 	if err != nil {
 		return nil, err
@@ -172,15 +192,11 @@ func (a *app) operator(ctx context.Context) (*operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, warns, err := requests.Read(l.Config.MCP.RequestLog)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range warns {
-		fmt.Fprintf(a.stderr, "warning: %s: skipped %s\n", l.Config.MCP.RequestLog, w)
-	}
-	return &operator{path: path, loaded: l, recs: recs}, nil
+	return &operator{path: path, loaded: l}, nil
 }
+
+// requestLog is the request log's path, as the config names it.
+func (o *operator) requestLog() string { return o.loaded.Config.MCP.RequestLog }
 
 // pending finds a request that can still be decided.
 func (o *operator) pending(id string) (*requests.Record, error) {
@@ -291,7 +307,6 @@ func grantTerms(apply, once bool, forArg string) (*requests.Term, error) {
 }
 
 func (a *app) approve(ctx context.Context, id string, ap approval) error {
-	apply, yes, unlistedOK := ap.apply, ap.yes, ap.unlistedOK
 	o, err := a.operator(ctx)
 	if err != nil {
 		return err
@@ -300,11 +315,61 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	if err != nil {
 		return err
 	}
-	c := o.loaded.Config
-	tool := c.Tools[r.Tool]
+	if err := o.bareRuleRefusal(r); err != nil {
+		return err
+	}
+	a.printRequest(r)
+	effect, previewErr := a.approvalEffect(o, r, ap.grant != nil)
+	if ap.grant != nil {
+		effect += "  for now: " + ap.grant.String(time.Now()) + "; the config is not changed\n"
+	}
+	fmt.Fprint(a.stdout, effect)
+	if err := o.refusal(r, ap, previewErr); err != nil {
+		return err
+	}
+	if !ap.yes && a.interactive() {
+		fmt.Fprint(a.stdout, "approve? [y/N] ")
+		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return fmt.Errorf("not approved: %s stays pending", id)
+		}
+	}
+	return a.recordApproval(ctx, o, r, ap, requests.DecidedByCLI)
+}
+
+// bareRuleRefusal refuses a request for no subcommand unless the tool
+// already has a bare rule: approving it would otherwise allow every
+// subcommand.
+func (o *operator) bareRuleRefusal(r *requests.Record) error {
+	tool := o.loaded.Config.Tools[r.Tool]
 	if len(r.Subcommand) == 0 && (tool == nil || !slices.ContainsFunc(tool.Allow, func(a *policy.AllowRule) bool { return len(a.Subcommand) == 0 })) {
 		return fmt.Errorf("%s asks for %s <ANY SUBCOMMAND>: that can be approved only where the tool already has a bare rule (subcommand: [])",
-			id, requests.Token(r.Tool))
+			requests.Token(r.ID), requests.Token(r.Tool))
+	}
+	return nil
+}
+
+// approvalEffect is what approving r does, as approve prints it: the exact
+// call for a grant on an exact-call request, else the rule as it will
+// stand. err says why it cannot be done (see effect and exactEffect).
+func (a *app) approvalEffect(o *operator, r *requests.Record, grant bool) (string, error) {
+	if r.Call != nil && grant {
+		return a.exactEffect(o, r)
+	}
+	return a.effect(o, r)
+}
+
+// refusal says why ap cannot be recorded for r, given what its effect's
+// preview found (previewErr): a merge that cannot be made refuses --apply
+// and a grant, a flag the help does not list refuses any approval unless
+// ap.unlistedOK.
+func (o *operator) refusal(r *requests.Record, ap approval, previewErr error) error {
+	id := requests.Token(r.ID)
+	if previewErr != nil && ap.apply {
+		return fmt.Errorf("not applied, %s stays pending: %w", id, previewErr)
+	}
+	if previewErr != nil && ap.grant != nil {
+		return fmt.Errorf("not granted, %s stays pending: %w", id, previewErr)
 	}
 	var unlisted []string
 	for _, f := range r.Flags {
@@ -312,37 +377,20 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 			unlisted = append(unlisted, f)
 		}
 	}
-	a.printRequest(r)
-	var effect string
-	var previewErr error
-	if r.Call != nil && ap.grant != nil {
-		effect, previewErr = a.exactEffect(o, r)
-	} else {
-		effect, previewErr = a.effect(o, r)
-	}
-	if ap.grant != nil {
-		effect += "  for now: " + ap.grant.String(time.Now()) + "; the config is not changed\n"
-	}
-	fmt.Fprint(a.stdout, effect)
-	if previewErr != nil && apply {
-		return fmt.Errorf("not applied, %s stays pending: %w", id, previewErr)
-	}
-	if previewErr != nil && ap.grant != nil {
-		return fmt.Errorf("not granted, %s stays pending: %w", id, previewErr)
-	}
-	if len(unlisted) > 0 && !unlistedOK {
+	if len(unlisted) > 0 && !ap.unlistedOK {
 		return fmt.Errorf("not approved, %s stays pending: %s %s: the help does not list it, and git and other getopt tools accept "+
 			"unambiguous prefixes, so it could stand for another flag; approve with --unlisted-ok if you are sure",
 			id, requests.Flags(unlisted), requests.NotIn(r.Tool, r.Subcommand))
 	}
-	if !yes && a.interactive() {
-		fmt.Fprint(a.stdout, "approve? [y/N] ")
-		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			return fmt.Errorf("not approved: %s stays pending", id)
-		}
-	}
-	if apply {
+	return nil
+}
+
+// recordApproval carries out an approval that passed its checks: it merges
+// the capability into the config for ap.apply, then records the decision,
+// as decided by by, and prints what it did.
+func (a *app) recordApproval(ctx context.Context, o *operator, r *requests.Record, ap approval, by string) error {
+	id := requests.Token(r.ID)
+	if ap.apply {
 		applied, err := config.ApplyRequest(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 		if err != nil {
 			return fmt.Errorf("not applied, %s stays pending: %w", id, err)
@@ -351,21 +399,21 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	}
 	// The decision is written only after the config write succeeded.
 	now := time.Now()
-	d := requests.Decision{Status: requests.StatusApproved, Applied: apply, DecidedBy: requests.DecidedByCLI}
+	d := requests.Decision{Status: requests.StatusApproved, Applied: ap.apply, DecidedBy: by}
 	if ap.grant != nil {
 		d.Grant = ap.grant.Grant(r, config.CanonicalPath(o.path), now)
 	}
-	if err := requests.Decide(ctx, c.MCP.RequestLog, id, d, now); err != nil {
-		if apply {
+	if err := requests.Decide(ctx, o.requestLog(), r.ID, d, now); err != nil {
+		if ap.apply {
 			return fmt.Errorf("the config was changed, but the decision could not be recorded (%w); run: wraptool requests approve %s", err, id)
 		}
 		return err
 	}
 	if ap.grant != nil {
-		_, err = fmt.Fprintf(a.stdout, "approved %s %s\n", id, ap.grant.String(now))
+		_, err := fmt.Fprintf(a.stdout, "approved %s %s\n", id, ap.grant.String(now))
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "approved %s\n", id)
+	_, err := fmt.Fprintf(a.stdout, "approved %s\n", id)
 	return err
 }
 
@@ -393,11 +441,17 @@ func (a *app) deny(ctx context.Context, id, reason string) error {
 	if _, err := o.pending(id); err != nil {
 		return err
 	}
-	d := requests.Decision{Status: requests.StatusDenied, Reason: reason, DecidedBy: requests.DecidedByCLI}
-	if err := requests.Decide(ctx, o.loaded.Config.MCP.RequestLog, id, d, time.Now()); err != nil {
+	return a.recordDenial(ctx, o.requestLog(), id, reason, requests.DecidedByCLI)
+}
+
+// recordDenial records a denial of id in the log at logPath, as decided by
+// by, and prints it.
+func (a *app) recordDenial(ctx context.Context, logPath, id, reason, by string) error {
+	d := requests.Decision{Status: requests.StatusDenied, Reason: reason, DecidedBy: by}
+	if err := requests.Decide(ctx, logPath, id, d, time.Now()); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(a.stdout, "denied %s\n", id)
+	_, err := fmt.Fprintf(a.stdout, "denied %s\n", requests.Token(id))
 	return err
 }
 

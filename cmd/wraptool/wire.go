@@ -34,6 +34,7 @@ type server struct {
 	upstreams *actors.Upstreams
 	hub       *actors.Hub
 	requests  *actors.RequestLog
+	hooks     *actors.Hooks
 	grants    *actors.Grants
 	reaper    *runner.Reaper
 	// admin and ui are the review UI, nil without admin.listen.
@@ -49,18 +50,19 @@ type server struct {
 func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introspection config.Introspect) *server {
 	log := a.log
 	var (
-		fileEvents      = make(messages.Doorbell, 1)        // watcher → debouncer
-		fileChanged     = make(messages.Doorbell, 1)        // debouncer → loader
-		reloadNow       = make(messages.Doorbell, 1)        // signals (SIGHUP) → loader
-		loaded          = make(chan messages.ConfigLoaded)  // loader → policy holder
-		toolsetChanged  = make(messages.Doorbell, 1)        // policy holder → registry
-		watchSetChanged = make(messages.Doorbell, 1)        // policy holder → watcher
-		appends         = make(chan messages.AppendRequest) // request-tool handlers → request log
-		upstreamChanged = make(messages.Doorbell, 1)        // policy holder → upstream supervisor
-		offers          = make(chan messages.UpstreamTools) // bridges → registry
-		logChanged      = make(messages.Doorbell, 1)        // watcher → grants
-		grantsChanged   = make(chan messages.GrantsChanged) // grants → policy holder
-		uses            = make(chan messages.UseGrant)      // tool handlers → request log
+		fileEvents      = make(messages.Doorbell, 1)           // watcher → debouncer
+		fileChanged     = make(messages.Doorbell, 1)           // debouncer → loader
+		reloadNow       = make(messages.Doorbell, 1)           // signals (SIGHUP) → loader
+		loaded          = make(chan messages.ConfigLoaded)     // loader → policy holder
+		toolsetChanged  = make(messages.Doorbell, 1)           // policy holder → registry
+		watchSetChanged = make(messages.Doorbell, 1)           // policy holder → watcher
+		appends         = make(chan messages.AppendRequest)    // request-tool handlers → request log
+		upstreamChanged = make(messages.Doorbell, 1)           // policy holder → upstream supervisor
+		offers          = make(chan messages.UpstreamTools)    // bridges → registry
+		logChanged      = make(messages.Doorbell, 1)           // watcher → grants
+		grantsChanged   = make(chan messages.GrantsChanged)    // grants → policy holder
+		uses            = make(chan messages.UseGrant)         // tool handlers → request log
+		filed           = make(chan messages.RequestFiled, 64) // request log → hooks (mcp.on_request)
 	)
 	s := &server{reaper: reaper}
 	// What outlives snapshots: the concurrency slots, the reaper, the
@@ -105,8 +107,11 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	s.registry = actors.NewRegistry(actors.RegistryOptions{
 		Server: mcpServer, Snapshots: s.holder, Calls: s.hub.Calls(), ToolsetChanged: toolsetChanged, Offers: offers, Log: log,
 	})
-	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Uses: uses, Snapshots: s.holder, Log: log})
-	mcpServer.AddTool(toolset.RequestDefinition(), toolset.NewRequestHandler(s.requests.Submit, shared.Denials, log))
+	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Uses: uses, Filed: filed, Snapshots: s.holder, Log: log})
+	s.hooks = actors.NewHooks(actors.HooksOptions{Filed: filed, Snapshots: s.holder, Getenv: a.getenv, Reaper: reaper, Log: log})
+	requestTool := &toolset.RequestTool{Submit: s.requests.Submit, Denials: shared.Denials, Watch: s.grants.Watch,
+		Decide: s.requests.Decide, State: s.holder.State, Log: log}
+	mcpServer.AddTool(requestTool.DefinitionAndHandler())
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
 	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
 	s.registry.Prime()
@@ -136,12 +141,14 @@ func (u uiSource) Current() webui.State {
 // ctx (tests run serve in-process) ends it.
 //
 // The plain actors stop when their own context is cancelled. The hub and
-// the actors that must outlive it (the request-log writer, the registry,
-// the upstream supervisor) follow one rule: their context ends only when
-// the hub's Run has returned — every call answered or killed — so a
-// request made during the shutdown grace period is still recorded and an
-// upstream call still answered; the writer's interrupt only ends its waits
-// for a file lock, so no other process can keep the server from stopping.
+// the actors that must outlive it (the request-log writer, the hooks it
+// feeds, the registry, the upstream supervisor) follow one rule: their
+// context ends only when the hub's Run has returned — every call answered
+// or killed — so a request made during the shutdown grace period is still
+// recorded (and its hook started) and an upstream call still answered; the
+// writer's interrupt only ends its waits for a file lock, so no other
+// process can keep the server from stopping. The hooks then kill what they
+// still run: a notification never holds the server up.
 func (s *server) run(ctx context.Context) error {
 	var g oklogrun.Group
 	g.Add(oklogrun.ContextHandler(ctx))
@@ -178,6 +185,10 @@ func (s *server) run(ctx context.Context) error {
 		stopWaiting func()
 	}{
 		{"request log", s.requests.Run, s.requests.StopWaiting},
+		// The hooks run for as long as the request log can file a
+		// request; they never make the writer wait (it drops what their
+		// queue has no room for).
+		{"hooks", s.hooks.Run, func() {}},
 		// The registry and the upstream bridges serve the calls the hub
 		// lets finish, so they too stop only after it.
 		{"registry", s.registry.Run, func() {}},

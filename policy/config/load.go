@@ -137,6 +137,11 @@ func under(p, s string) bool {
 // mappings ("tools: {git: }"), so later checks need no nil guards. The walker
 // has already reported each of them.
 func fillNil(c *Config) {
+	for i, ec := range c.MCP.ElicitClients {
+		if ec == nil {
+			c.MCP.ElicitClients[i] = &ElicitClient{}
+		}
+	}
 	for name, t := range c.Tools {
 		if t == nil {
 			t = &Tool{}
@@ -292,6 +297,16 @@ func (c *Config) complete(o *Options) []*Error {
 		resolve(mp.key("allowed_cwd_roots").index(i), &c.MCP.AllowedCwdRoots[i], true)
 	}
 	resolve(fieldPath{}.key("admin").key("auth_token_file"), &c.Admin.AuthTokenFile, true)
+	for i, ec := range c.MCP.ElicitClients {
+		resolve(mp.key("elicit_clients").index(i).key("token_file"), &ec.TokenFile, true)
+	}
+	if len(c.MCP.OnRequest) > 0 {
+		// The hook's command: "~" expands, and a path with a slash is
+		// taken from the config's folder (validate then checks the
+		// file); a bare name is looked up in PATH when it runs, as a
+		// tool's binary never is.
+		resolve(mp.key("on_request").index(0), &c.MCP.OnRequest[0], strings.Contains(c.MCP.OnRequest[0], "/"))
+	}
 
 	for name, t := range c.Tools {
 		tp := fieldPath{}.key("tools").key(name)

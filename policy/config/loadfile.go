@@ -75,6 +75,10 @@ type Loaded struct {
 	// the config names none (or, with TokensOptional, when the file is
 	// missing).
 	MCPToken, AdminToken string
+	// ElicitTokens maps each elicitation client's token to its name
+	// (mcp.elicit_clients); a client whose file is missing (TokensOptional)
+	// is left out.
+	ElicitTokens map[string]string
 	// Helps is what the tools' own help says (nil when the load did not
 	// introspect): the policy's flag types and descriptions come from it,
 	// and wraptool_discover lists what it advertises.
@@ -157,14 +161,30 @@ func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error)
 // when mode says so. Parse has already refused unreadable or empty ones.
 func (l *Loaded) tokens(ctx context.Context, mode TokenMode) error {
 	c := l.Config
-	for _, t := range []struct {
+	type tokenFile struct {
 		file string
 		into *string
 		path fieldPath
-	}{
+	}
+	files := []tokenFile{
 		{c.MCP.AuthTokenFile, &l.MCPToken, fieldPath{}.key("mcp").key("auth_token_file")},
 		{c.Admin.AuthTokenFile, &l.AdminToken, fieldPath{}.key("admin").key("auth_token_file")},
-	} {
+	}
+	elicit := make([]string, len(c.MCP.ElicitClients))
+	for i, ec := range c.MCP.ElicitClients {
+		files = append(files, tokenFile{ec.TokenFile, &elicit[i], fieldPath{}.key("mcp").key("elicit_clients").index(i).key("token_file")})
+	}
+	defer func() {
+		for i, ec := range c.MCP.ElicitClients {
+			if elicit[i] != "" {
+				if l.ElicitTokens == nil {
+					l.ElicitTokens = map[string]string{}
+				}
+				l.ElicitTokens[elicit[i]] = ec.Name
+			}
+		}
+	}()
+	for _, t := range files {
 		if t.file == "" {
 			continue
 		}

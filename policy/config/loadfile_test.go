@@ -129,6 +129,23 @@ func TestLoadFileTokenModes(t *testing.T) {
 			t.Errorf("a second start-up overwrote or re-created the token: %+v", again.Created)
 		}
 	})
+	t.Run("the elicitation clients' tokens are created and named", func(t *testing.T) {
+		t.Parallel()
+		path, dir := loadFixture(t)
+		fresh := filepath.Join(dir, "new", "desk-token")
+		write(t, path, strings.Replace(readFile(t, path), "mcp:\n", "mcp:\n  elicit_clients:\n    - {name: Desk, token_file: "+fresh+"}\n    - {name: Phone, token_file: "+filepath.Join(dir, "tok/b")+"}\n", 1), 0o600)
+		if l := load(t, path, &LoadOptions{Tokens: TokensOptional}); len(l.ElicitTokens) != 1 || l.ElicitTokens["beta-token"] != "Phone" {
+			t.Errorf("validate: ElicitTokens %v, want only Phone's (the missing file left out)", l.ElicitTokens)
+		}
+		l := load(t, path, &LoadOptions{Tokens: TokensCreate})
+		desk := strings.TrimSpace(readFile(t, fresh))
+		if !slices.Contains(l.Created, fresh) || len(desk) != 64 || l.ElicitTokens[desk] != "Desk" || l.ElicitTokens["beta-token"] != "Phone" || len(l.ElicitTokens) != 2 {
+			t.Errorf("start-up: Created %q, ElicitTokens %v", l.Created, l.ElicitTokens)
+		}
+		if l.ElicitTokens[l.MCPToken] != "" {
+			t.Errorf("the MCP token is an elicitation token")
+		}
+	})
 	t.Run("validate accepts it missing and creates nothing", func(t *testing.T) {
 		t.Parallel()
 		path, tok := missing(t)

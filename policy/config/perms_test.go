@@ -73,6 +73,14 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			path: "tools.git.binary", contains: "bin/tool is writable by group or others",
 		},
 		{
+			name: "a hook others may write",
+			setup: func(t *testing.T, dir string) string {
+				chmod(t, filepath.Join(dir, "bin/tool"), 0o777)
+				return "  on_request: [$T/bin/tool, \"{summary}\"]\n"
+			},
+			path: "mcp.on_request[0]", contains: "bin/tool is writable by group or others",
+		},
+		{
 			name: "a binary in a folder others may write, even a sticky one",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "shared"), 0o777|os.ModeSticky)

@@ -34,12 +34,18 @@ func ensureToken(path string) (bool, error) {
 	return created, nil
 }
 
-// TokenFiles lists the token files the config names (MCP first, then admin).
+// TokenFiles lists the token files the config names: MCP first, then
+// admin, then the elicitation clients' in order.
 func (c *Config) TokenFiles() []string {
 	var files []string
 	for _, f := range []string{c.MCP.AuthTokenFile, c.Admin.AuthTokenFile} {
 		if f != "" {
 			files = append(files, f)
+		}
+	}
+	for _, ec := range c.MCP.ElicitClients {
+		if ec != nil && ec.TokenFile != "" {
+			files = append(files, ec.TokenFile)
 		}
 	}
 	return files

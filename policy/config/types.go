@@ -56,6 +56,24 @@ type MCP struct {
 	// MaxConcurrentCalls bounds how many wrapped-tool children run at once;
 	// a call beyond it waits its turn within its own timeout. Default 16.
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
+	// OnRequest is the operator's hook: a command and its arguments,
+	// started without a shell for every new capability request (CONTRACT
+	// §15). An argument that is exactly {id}, {tool}, {summary} or
+	// {summary_json} is replaced. Empty means none.
+	OnRequest []string `yaml:"on_request"`
+	// ElicitClients are the clients whose prompts a person answers: a
+	// session on one of their tokens is asked to decide its own requests
+	// (elicitation).
+	ElicitClients []*ElicitClient `yaml:"elicit_clients"`
+}
+
+// ElicitClient is one client allowed to be asked for decisions.
+type ElicitClient struct {
+	// Name is shown in the prompt and recorded as the decision's client.
+	Name string `yaml:"name"`
+	// TokenFile holds the client's own bearer token (created at start-up
+	// when missing, like the MCP token).
+	TokenFile string `yaml:"token_file"`
 }
 
 // Admin configures the operator review UI.

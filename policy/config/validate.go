@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -97,6 +98,151 @@ func (v *validator) mcp() {
 		v.private(p.key("request_log"), GrantsKeyPath(m.RequestLog), secret)
 	}
 	v.tokenFile(p.key("auth_token_file"), m.AuthTokenFile)
+	v.onRequest(p.key("on_request"), m.OnRequest)
+	names := map[string]bool{}
+	for i, ec := range m.ElicitClients {
+		ep := p.key("elicit_clients").index(i)
+		switch {
+		case ec.Name == "":
+			v.fail(ep.key("name"), "is required: it is shown in the client's prompt and recorded with its decisions")
+		case !validClientName(ec.Name):
+			v.fail(ep.key("name"), "%q must be 1 to 64 characters: letters, digits, spaces and _ . - (it is shown in the client's prompt)", ec.Name)
+		case names[ec.Name]:
+			v.fail(ep.key("name"), "%q is listed twice", ec.Name)
+		}
+		names[ec.Name] = true
+		if ec.TokenFile == "" {
+			v.fail(ep.key("token_file"), "is required: the client's own bearer token")
+			continue
+		}
+		v.tokenFile(ep.key("token_file"), ec.TokenFile)
+	}
+	v.distinctTokens()
+}
+
+// validClientName accepts what may stand in a prompt and a decision line:
+// printable ASCII words, nothing that could fake a line or hide text.
+func validClientName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ' ' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// distinctTokens refuses two token files (MCP, admin, elicitation clients)
+// that are the same file or hold the same token: a token identifies who
+// may do what, so one must never stand for two.
+func (v *validator) distinctTokens() {
+	type named struct {
+		path fieldPath
+		file string
+	}
+	var all []named
+	if f := v.c.MCP.AuthTokenFile; f != "" {
+		all = append(all, named{fieldPath{}.key("mcp").key("auth_token_file"), f})
+	}
+	for i, ec := range v.c.MCP.ElicitClients {
+		if ec.TokenFile != "" {
+			all = append(all, named{fieldPath{}.key("mcp").key("elicit_clients").index(i).key("token_file"), ec.TokenFile})
+		}
+	}
+	if f := v.c.Admin.AuthTokenFile; f != "" {
+		// The admin pair is checked by admin(), with its own message.
+		all = append(all, named{fieldPath{}.key("admin").key("auth_token_file"), f})
+	}
+	for i := 1; i < len(all); i++ {
+		for j := 0; j < i; j++ {
+			a, b := all[j], all[i]
+			if a.path.String() == "mcp.auth_token_file" && b.path.String() == "admin.auth_token_file" {
+				continue
+			}
+			if a.file == b.file {
+				v.fail(b.path, "must not be the same file as %s: each token must differ", a.path)
+				continue
+			}
+			at, aerr := v.c.readToken(a.file)
+			bt, berr := v.c.readToken(b.file)
+			if aerr == nil && berr == nil && at == bt {
+				v.fail(b.path, "holds the same token as %s: each token must differ", a.path)
+			}
+		}
+	}
+}
+
+// runners, programs and interpreters are the hook commands that could run
+// the assistant's words (a {summary} argument) as code: a shell, or a
+// program that runs its arguments as a command, at all; a program whose
+// first argument is a program (awk, sed) at all; an interpreter when given
+// an inline program.
+var (
+	runners = []string{
+		"sh", "bash", "dash", "zsh", "ksh", "mksh", "oksh", "yash", "fish", "csh", "tcsh", "ash", "busybox", "toybox", "rc", "es",
+		"env", "xargs", "eval", "exec", "command", "builtin", "sudo", "doas", "su", "runuser", "pkexec", "nice", "nohup",
+		"timeout", "setsid", "stdbuf", "ionice", "chrt", "taskset", "chroot", "unshare", "nsenter", "strace", "ltrace",
+		"watch", "flock", "script", "ssh", "systemd-run", "parallel", "find", "time", "expect", "tmux", "screen",
+		"awk", "gawk", "mawk", "nawk", "busybox-awk", "sed", "gsed", "m4", "dc", "bc", "gdb",
+	}
+	interpreters = []string{"python", "pypy", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish",
+		"osascript", "pwsh", "powershell", "Rscript", "R", "julia", "guile", "racket", "sbcl", "ocaml", "irb", "jshell", "groovy",
+		"scala", "kotlin", "elixir", "erl", "escript", "raku", "java", "swift", "qjs", "jq"}
+	// inlineLetters are the short options that give an interpreter its
+	// program (python -c, perl -e/-E, ruby -e, node -e/-p, php -r, lua -e,
+	// R -e); a cluster holding one of them (python -Sc) counts too.
+	inlineLetters = "ceEprx"
+	inlineLong    = []string{"--eval", "--command", "--exec", "--print", "--expression", "--run", "--code"}
+)
+
+// onRequest checks the operator's hook (CONTRACT §15): a command, not a
+// shell, and no interpreter given an inline program, so a request's words
+// (a {summary} argument) can never become code.
+func (v *validator) onRequest(p fieldPath, argv []string) {
+	if len(argv) == 0 {
+		return
+	}
+	if argv[0] == "" {
+		v.fail(p.index(0), "is empty: the hook's first element is its command")
+		return
+	}
+	base := filepath.Base(argv[0])
+	// python3.12, perl5.36, gawk-5: the family name decides.
+	name := strings.TrimRight(base, "0123456789.-")
+	if slices.Contains(runners, base) || slices.Contains(runners, name) {
+		v.fail(p.index(0), "%q is a shell or runs its arguments as a program: the hook runs without one, so a request's words never become code; "+
+			"name the program itself, or write a script and name that", argv[0])
+		return
+	}
+	if base == "wraptool" || isSelf(argv[0]) {
+		v.fail(p.index(0), "%q is wraptool itself: a hook that decides requests would approve whatever the assistant asks", argv[0])
+		return
+	}
+	if strings.Contains(argv[0], "/") {
+		// A path (load made it absolute): the file must be an
+		// executable only the operator can change, as a tool's binary.
+		v.executable(p.index(0), argv[0])
+	}
+	if !slices.Contains(interpreters, base) && !slices.Contains(interpreters, name) {
+		return
+	}
+	for i, a := range argv[1:] {
+		inline := false
+		switch {
+		case strings.HasPrefix(a, "--"):
+			key, _, _ := strings.Cut(a, "=")
+			inline = slices.Contains(inlineLong, key)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			inline = strings.ContainsAny(a[1:], inlineLetters)
+		}
+		if inline {
+			v.fail(p.index(i+1), "%q gives %s an inline program: a request's words could become code; write a script and name it instead", a, argv[0])
+			return
+		}
+	}
 }
 
 func (v *validator) admin() {

@@ -478,6 +478,11 @@ type Submitted struct {
 	// Warnings are lines the read skipped. A Log reports each once, in
 	// the first Submit after it read the line.
 	Warnings []Warning
+	// Record and Line are the new request as appended (Line is its JSON
+	// line, newline included): what the operator's hook is given. Both
+	// are zero when Existing.
+	Record Record
+	Line   []byte
 }
 
 // Submit records a request in the log at path, as Open(path).Submit does.
@@ -521,6 +526,10 @@ type Decision struct {
 
 // DecidedByCLI marks a decision made with `wraptool requests approve|deny`.
 const DecidedByCLI = "cli"
+
+// DecidedByWatch marks a decision made at the prompt of `wraptool requests
+// watch`.
+const DecidedByWatch = "watch"
 
 // Log is a writer of the log at one path that remembers what it has folded,
 // so that each call reads only what was appended since its last one (by it
@@ -630,10 +639,15 @@ func (l *Log) Submit(ctx context.Context, req Request, now time.Time) (Submitted
 			return err
 		}
 		out.ID = id
-		return l.append(f, Record{
+		rec := Record{
 			ID: id, CreatedAt: now.UTC().Truncate(time.Millisecond), Tool: req.Tool, Subcommand: nonNil(req.Subcommand),
 			Flags: nonNil(req.Flags), Rationale: req.Rationale, Enables: req.Enables, Call: req.Call, Status: StatusPending,
-		})
+		}
+		line, err := l.append(f, rec)
+		if err == nil {
+			out.Record, out.Line = rec, line
+		}
+		return err
 	})
 	out.Warnings, l.warns = l.warns, nil
 	return out, err
@@ -694,7 +708,8 @@ func (l *Log) Decide(ctx context.Context, id string, d Decision, now time.Time) 
 				return fmt.Errorf("decide %s: %w", id, err)
 			}
 		}
-		return l.append(f, line)
+		_, err := l.append(f, line)
+		return err
 	})
 }
 
@@ -740,7 +755,7 @@ func (l *Log) UseGrant(ctx context.Context, id string, now time.Time) (Grant, er
 		if used, err = signed(key, used, l.fold.reqs[id].digest); err != nil {
 			return fmt.Errorf("use grant %s: %w", id, err)
 		}
-		if err := l.append(f, used); err != nil {
+		if _, err := l.append(f, used); err != nil {
 			return err
 		}
 		// append folded the line (or the next call will); either way the
@@ -917,26 +932,27 @@ func (l *Log) consume(r io.Reader, size int64) error {
 // append writes v as one line, then folds that line from memory rather than
 // reading it back: catchUp left the file ending at l.offset, and the lock
 // keeps other writers out.
-func (l *Log) append(f *os.File, v any) error {
+// It returns the line written.
+func (l *Log) append(f *os.File, v any) ([]byte, error) {
 	data, err := jsonl.Encode(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(data)-1 > MaxLineBytes {
-		return fmt.Errorf("request log: %w: %d bytes, at most %d", ErrTooLarge, len(data)-1, MaxLineBytes)
+		return nil, fmt.Errorf("request log: %w: %d bytes, at most %d", ErrTooLarge, len(data)-1, MaxLineBytes)
 	}
 	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("request log: append: %w", err)
+		return nil, fmt.Errorf("request log: append: %w", err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("request log: sync: %w", err)
+		return nil, fmt.Errorf("request log: sync: %w", err)
 	}
 	// A writer that ignored the lock may have appended too; then the
 	// next call reads the file instead.
 	if end, err := f.Seek(0, io.SeekCurrent); err != nil || end != l.offset+int64(len(data)) {
-		return nil
+		return data, nil
 	}
-	return l.consume(bytes.NewReader(data), int64(len(data)))
+	return data, l.consume(bytes.NewReader(data), int64(len(data)))
 }
 
 // countingReader counts the bytes read through it into *n.

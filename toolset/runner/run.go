@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,10 @@ type Command struct {
 	DirFile *os.File
 	// Env is the complete environment (see Environ).
 	Env []string
+	// Stdin is what the child reads on its standard input, then end of
+	// file; nil means /dev/null. A child that exits without reading it all
+	// is not an error.
+	Stdin []byte
 	// Timeout bounds the run; zero means no limit beyond ctx.
 	Timeout time.Duration
 	// OutputCap bounds each stream in bytes; zero means DefaultOutputCap.
@@ -67,8 +72,8 @@ type Result struct {
 	Err error
 }
 
-// Run starts the command in its own process group with stdin closed,
-// captures both streams up to the cap, and waits. On timeout, or when ctx is
+// Run starts the command in its own process group with stdin on /dev/null
+// (or fed Command.Stdin), captures both streams up to the cap, and waits. On timeout, or when ctx is
 // done, the whole group is killed with SIGKILL, so grandchildren die too;
 // whatever the child left in its group is killed once it exits. A process
 // that left the group (setsid) is the Reaper's to end.
@@ -100,6 +105,11 @@ func Run(ctx context.Context, c Command) Result {
 		cmd.Env = []string{} // never inherit the server's environment
 	}
 	cmd.Stdin = nil // reads from /dev/null
+	if c.Stdin != nil {
+		// os/exec feeds it through a pipe and ignores EPIPE: a child that
+		// does not read it all still exits as it chooses.
+		cmd.Stdin = bytes.NewReader(c.Stdin)
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var killed atomic.Bool // the timeout or ctx really stopped the child

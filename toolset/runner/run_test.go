@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,6 +156,39 @@ func TestRunStdinIsClosed(t *testing.T) {
 	res := Run(context.Background(), Command{Argv: []string{fakecli, "stdin"}, Env: []string{}, Timeout: 30 * time.Second})
 	if res.Stdout != "{\"stdin_bytes\":0,\"err\":\"<nil>\"}\n" {
 		t.Errorf("stdin report %q, want 0 bytes and EOF", res.Stdout)
+	}
+}
+
+func TestRunFeedsStdin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		stdin []byte
+	}{
+		{"nil is /dev/null", nil},
+		{"empty is an empty input", []byte{}},
+		{"a line is read whole, then end of file", []byte("{\"id\":\"req_1\"}\n")},
+		{"more than a pipe holds is read whole", bytes.Repeat([]byte("x"), 1<<20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := Run(context.Background(), Command{Argv: []string{fakecli, "stdin"}, Env: []string{}, Stdin: tc.stdin, Timeout: 30 * time.Second})
+			want := "{\"stdin_bytes\":" + strconv.Itoa(len(tc.stdin)) + ",\"err\":\"<nil>\"}\n"
+			if res.Err != nil || res.ExitCode != 0 || res.Stdout != want {
+				t.Errorf("exit %d, err %v, stdout %q; want 0, no error and %q", res.ExitCode, res.Err, res.Stdout, want)
+			}
+		})
+	}
+}
+
+// A child that exits without reading its input (a notifier that ignores
+// stdin) is a clean exit, however much input there was.
+func TestRunChildThatIgnoresStdinExitsCleanly(t *testing.T) {
+	t.Parallel()
+	res := Run(context.Background(), Command{Argv: []string{fakecli, "exit", "0"}, Env: []string{},
+		Stdin: bytes.Repeat([]byte("x"), 4<<20), Timeout: 30 * time.Second})
+	if res.Err != nil || res.ExitCode != 0 || res.TimedOut {
+		t.Errorf("exit %d, err %v, timed out %v; want a clean exit 0", res.ExitCode, res.Err, res.TimedOut)
 	}
 }
 

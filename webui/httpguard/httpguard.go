@@ -57,6 +57,11 @@ type Options struct {
 	// request, so a rotated token applies at once. Nil, or "" returned,
 	// means no authentication.
 	Token func() string
+	// Others returns further bearer tokens accepted beside Token's (the
+	// elicitation clients' own, CONTRACT §15), read on every request. They
+	// count only while Token's is set: without a token, nothing is
+	// checked.
+	Others func() []string
 	// MaxBodyBytes bounds a request body (413 beyond); zero or less means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -70,6 +75,7 @@ type Options struct {
 type Guard struct {
 	hosts       map[string]bool // lower case; nil: no DNS-rebinding check
 	token       func() string
+	others      func() []string
 	maxBody     int64
 	bodyTimeout time.Duration
 }
@@ -90,6 +96,7 @@ func New(o *Options) *Guard {
 	if o.Token != nil {
 		g.token = o.Token
 	}
+	g.others = o.Others
 	if o.MaxBodyBytes > 0 {
 		g.maxBody = o.MaxBodyBytes
 	}
@@ -144,13 +151,27 @@ func (g *Guard) originAllowed(origin string) bool {
 // request.
 func (g *Guard) checkToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tok := g.token(); tok != "" && !BearerMatches(r.Header.Get("Authorization"), tok) {
+		if tok := g.token(); tok != "" && !g.accepted(r.Header.Get("Authorization"), tok) {
 			w.Header().Set("WWW-Authenticate", Challenge)
 			Refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token>")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// accepted reports whether header carries tok or one of the others, each
+// compared in constant time, all of them every time.
+func (g *Guard) accepted(header, tok string) bool {
+	ok := BearerMatches(header, tok)
+	if g.others != nil {
+		for _, o := range g.others() {
+			if o != "" && BearerMatches(header, o) {
+				ok = true
+			}
+		}
+	}
+	return ok
 }
 
 // ReadBody is Wrap's last step alone (see CheckHost for composing it): it

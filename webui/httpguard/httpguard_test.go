@@ -245,6 +245,41 @@ func TestWrapReadsTheTokenOnEveryRequest(t *testing.T) {
 	}
 }
 
+// The elicitation clients' tokens (Options.Others) are accepted beside the
+// main one, read on every request, so one removed on reload stops working;
+// without a main token nothing is checked, so they grant nothing extra.
+func TestWrapAcceptsOtherTokens(t *testing.T) {
+	t.Parallel()
+	var main atomic.Pointer[string]
+	var others atomic.Pointer[[]string]
+	setMain := func(s string) { main.Store(&s) }
+	setOthers := func(s ...string) { others.Store(&s) }
+	srv := httptest.NewServer(New(&Options{Token: func() string { return *main.Load() },
+		Others: func() []string { return *others.Load() }}).Wrap(echo))
+	t.Cleanup(srv.Close)
+	steps := []struct {
+		name, main string
+		others     []string
+		auth       string
+		wantStatus int
+	}{
+		{"the main token is served", "main-token", []string{"client-token"}, "Bearer main-token", 200},
+		{"a client's token is served", "main-token", []string{"client-token"}, "Bearer client-token", 200},
+		{"the second client's token is served", "main-token", []string{"one-token", "two-token"}, "Bearer two-token", 200},
+		{"an unknown token is refused", "main-token", []string{"client-token"}, "Bearer other-token", 401},
+		{"an empty other token never matches an empty bearer", "main-token", []string{""}, "Bearer ", 401},
+		{"a removed client's token is refused", "main-token", nil, "Bearer client-token", 401},
+		{"without a main token nothing is checked", "", []string{"client-token"}, "", 200},
+	}
+	for _, s := range steps {
+		setMain(s.main)
+		setOthers(s.others...)
+		if res, body := get(t, srv, guardRequest{auth: s.auth}); res.StatusCode != s.wantStatus {
+			t.Errorf("%s: status = %d, want %d; body %q", s.name, res.StatusCode, s.wantStatus, body)
+		}
+	}
+}
+
 // startRaw serves handler, built from the listener's loopback names, on a
 // free loopback port, for requests net/http's client will not send: a
 // declared body that never comes, a body that stalls.

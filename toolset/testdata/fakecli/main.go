@@ -16,6 +16,14 @@
 //	stdin               report how many bytes stdin held
 //	waitfor FILE        wait until FILE exists (at most two minutes), print
 //	                    "released" and exit 0: a call the test ends at will
+//	record DIR ARG…     read stdin to its end, write what it got (argv,
+//	                    environment, stdin, working directory) as JSON to
+//	                    DIR/PID.json (whole: written aside, then renamed),
+//	                    and exit 0: a hook the test inspects afterwards
+//	recordwait DIR FILE ARG…
+//	                    as record, then as waitfor FILE: a hook that runs
+//	                    until the test releases it (or never, if FILE is
+//	                    never created)
 //
 // Whatever the mode, a last argument --help or -h prints GNU-style help and
 // exits 0, as wraptool's introspection expects of a real tool.
@@ -27,6 +35,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,6 +115,11 @@ func main() {
 		waitfor(arg(args, 2))
 	case "waitfor":
 		waitfor(arg(args, 1))
+	case "record":
+		record(arg(args, 1))
+	case "recordwait":
+		record(arg(args, 1))
+		waitfor(arg(args, 2))
 	case "stdin":
 		n, err := io.Copy(io.Discard, os.Stdin)
 		fmt.Printf("{\"stdin_bytes\":%d,\"err\":%q}\n", n, fmt.Sprint(err))
@@ -128,6 +142,34 @@ func waitfor(file string) {
 			os.Exit(3)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// record writes what this process got to dir/PID.json: argv, the sorted
+// environment, all of stdin and the working directory.
+func record(dir string) {
+	stdin, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "record: read stdin:", err)
+		os.Exit(2)
+	}
+	env := os.Environ()
+	sort.Strings(env)
+	wd, _ := os.Getwd()
+	data, _ := json.Marshal(struct {
+		Argv  []string `json:"argv"`
+		Env   []string `json:"env"`
+		Stdin string   `json:"stdin"`
+		Cwd   string   `json:"cwd"`
+	}{os.Args, env, string(stdin), wd})
+	name := filepath.Join(dir, strconv.Itoa(os.Getpid())+".json")
+	if err := os.WriteFile(name+".tmp", data, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "record:", err)
+		os.Exit(2)
+	}
+	if err := os.Rename(name+".tmp", name); err != nil {
+		fmt.Fprintln(os.Stderr, "record:", err)
+		os.Exit(2)
 	}
 }
 

@@ -1,0 +1,161 @@
+package toolset
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/requests"
+)
+
+// flagHelps lists, per "tool sub", the flags a subcommand's help lists.
+type flagHelps map[string][]string
+
+func (h flagHelps) Flag(tool string, sub []string, flag string) (policy.FlagHelp, bool) {
+	for _, f := range h[strings.Join(append([]string{tool}, sub...), " ")] {
+		if f == flag {
+			return policy.FlagHelp{}, true
+		}
+	}
+	return policy.FlagHelp{}, false
+}
+func (flagHelps) Description(string, []string) string  { return "" }
+func (flagHelps) ShortHelpTaken(string, []string) bool { return false }
+func (h flagHelps) Subcommands(tool string, sub []string) (map[string]string, bool) {
+	_, ok := h[strings.Join(append([]string{tool}, sub...), " ")]
+	return nil, ok
+}
+
+// Only a request a person can safely approve with one click is put to a
+// client's user.
+func TestElicitable(t *testing.T) {
+	t.Parallel()
+	st := &State{
+		Policy: newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
+			Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}},
+			Deny:  []*policy.DenyRule{{Subcommand: []string{"config"}}}}),
+		Helps: flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"}},
+	}
+	for _, tc := range []struct {
+		name string
+		r    requests.Request
+		want string
+	}{
+		{"a listed flag", requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}}, ""},
+		{"no flags on a new subcommand", requests.Request{Tool: "git", Subcommand: []string{"fetch"}}, ""},
+		{"a listed flag of another subcommand's help", requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}}, ""},
+		{"an unknown tool", requests.Request{Tool: "gh", Subcommand: []string{"pr"}}, "the tool is not in the config"},
+		{"an empty subcommand", requests.Request{Tool: "git", Flags: []string{"--short"}}, "the request names no subcommand"},
+		{"a deny-covered subcommand", requests.Request{Tool: "git", Subcommand: []string{"config", "alias.x"}}, "a deny rule covers the subcommand"},
+		{"a prefix of a listed flag", requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--sho"}}, "flag --sho is not in the help"},
+		{"a flag where the help is unknown", requests.Request{Tool: "git", Subcommand: []string{"fetch"}, Flags: []string{"--all"}}, "flag --all is not in the help"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := elicitable(st, tc.r); got != tc.want {
+				t.Errorf("elicitable = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The question names the client first, escapes what the assistant wrote,
+// and lists deny first; an exact call offers no hour.
+func TestQuestion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		r        requests.Request
+		wantMsg  string
+		wantEnum string
+	}{
+		{"flags", requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}, Rationale: "rebased"},
+			"Desk: the assistant asks to run 'git push' with --force: rebased", "deny,once,hour"},
+		{"no flags", requests.Request{Tool: "git", Subcommand: []string{"fetch"}, Rationale: "sync\nnow"},
+			"Desk: the assistant asks to run 'git fetch': sync now", "deny,once,hour"},
+		{"an exact call", requests.Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "once",
+			Call: &requests.Call{Command: []string{"git", "push", "origin", "x'; rm -rf ~"}}},
+			`Desk: the assistant asks to run exactly 'git push origin "x'; rm -rf ~"': once`, "deny,once"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := question("Desk", tc.r)
+			if !strings.HasPrefix(q.Message, "Desk: the assistant asks to run ") {
+				t.Errorf("message %q does not start with the client's name", q.Message)
+			}
+			if q.Message != tc.wantMsg {
+				t.Errorf("message %q, want %q", q.Message, tc.wantMsg)
+			}
+			schema := q.RequestedSchema.(map[string]any)
+			enum := schema["properties"].(map[string]any)["decision"].(map[string]any)["enum"].([]string)
+			if got := strings.Join(enum, ","); got != tc.wantEnum {
+				t.Errorf("choices %s, want %s", got, tc.wantEnum)
+			}
+		})
+	}
+}
+
+// A client's answer maps to a decision: accept once/hour approves, deny,
+// decline and cancel deny; anything else decides nothing.
+func TestRecordAnswer(t *testing.T) {
+	t.Parallel()
+	plain := requests.Request{Tool: "git", Subcommand: []string{"push"}}
+	exact := requests.Request{Tool: "git", Subcommand: []string{"push"}, Call: &requests.Call{Command: []string{"git", "push"}}}
+	for _, tc := range []struct {
+		name   string
+		r      requests.Request
+		answer mcp.ElicitResult
+		want   string // status, "once", "hour" or "" for nothing
+	}{
+		{"accept once", plain, mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "once"}}, "once"},
+		{"accept hour", plain, mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "hour"}}, "hour"},
+		{"accept deny", plain, mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny"}}, "denied"},
+		{"decline", plain, mcp.ElicitResult{Action: "decline"}, "denied"},
+		{"cancel", plain, mcp.ElicitResult{Action: "cancel"}, "denied"},
+		{"hour on an exact call decides nothing", exact, mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "hour"}}, ""},
+		{"once on an exact call", exact, mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "once"}}, "once"},
+		{"an unknown choice decides nothing", plain, mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "forever"}}, ""},
+		{"a choice of the wrong type decides nothing", plain, mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": 1}}, ""},
+		{"an unknown action decides nothing", plain, mcp.ElicitResult{Action: "approve"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got *requests.Decision
+			tool := &RequestTool{Decide: func(_ context.Context, _ string, d requests.Decision) error {
+				got = &d
+				return nil
+			}}
+			tool.init()
+			res := tool.record(t.Context(), &State{ConfigPath: "/etc/wraptool/config.yaml"}, "req_0123abcd", "Desk", tc.r, &tc.answer)
+			switch {
+			case tc.want == "":
+				if got != nil || res != nil {
+					t.Errorf("decided %+v, want nothing", got)
+				}
+				return
+			case got == nil:
+				t.Fatalf("decided nothing, want %s", tc.want)
+			case got.DecidedBy != "client" || got.Client != "Desk":
+				t.Errorf("decided by %q %q, want client Desk", got.DecidedBy, got.Client)
+			}
+			switch tc.want {
+			case "denied":
+				if got.Status != requests.StatusDenied || got.Reason != "declined in the client" || got.Grant != nil {
+					t.Errorf("decision %+v, want a denial declined in the client", got)
+				}
+			case "once":
+				if got.Status != requests.StatusApproved || got.Grant == nil || !got.Grant.Once || got.Grant.Exact != (tc.r.Call != nil) {
+					t.Errorf("decision %+v, want a once-grant", got)
+				}
+			case "hour":
+				if got.Status != requests.StatusApproved || got.Grant == nil || got.Grant.Once || time.Until(got.Grant.Until) < 59*time.Minute {
+					t.Errorf("decision %+v, want an hour's grant", got)
+				}
+			}
+		})
+	}
+}
