@@ -180,7 +180,9 @@ func TestWaitEndsOnDecision(t *testing.T) {
 			if o.err != nil {
 				t.Fatalf("waiting call: %v", o.err)
 			}
-			if took := o.at.Sub(decided); took > decisionBound {
+			took := o.at.Sub(decided)
+			t.Logf("the call returned %v after the decision began (the CLI's or API's own time included)", took)
+			if took > decisionBound {
 				t.Errorf("the call returned %v after the decision, want within 1 s (asserted with headroom: %v)", took, decisionBound)
 			}
 			text := toolsettest.ResultText(t, o.res)
