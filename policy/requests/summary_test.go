@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -126,4 +127,32 @@ func TestSummaryJSONIsOneJSONString(t *testing.T) {
 	if got := SummaryJSON(r); got != want {
 		t.Errorf("SummaryJSON() = %s, want %s", got, want)
 	}
+}
+
+// FuzzSummary: whatever a record holds, its summary is one line that
+// cannot repaint a screen (no control, format or separator character
+// survives), it keeps every flag, and SummaryJSON decodes to it.
+func FuzzSummary(f *testing.F) {
+	f.Add("git", "push", "--force", "the branch was rebased\x1b[2J\u202e")
+	f.Add("g\u0456t", "", "-rf", "line\nline\r\u2028\u0085x")
+	f.Add("", "a b", "--a\x00b", string([]byte{0xff, 0xfe}))
+	f.Fuzz(func(t *testing.T, tool, sub, flag, rationale string) {
+		r := Record{Tool: tool, Subcommand: strings.Fields(sub), Flags: []string{flag}, Rationale: rationale}
+		s := Summary(r)
+		if !utf8.ValidString(s) {
+			t.Fatalf("summary %q is not UTF-8", s)
+		}
+		for _, c := range s {
+			if unicode.IsControl(c) || unicode.Is(unicode.Cf, c) || unicode.Is(unicode.Zl, c) || unicode.Is(unicode.Zp, c) {
+				t.Fatalf("summary %q holds %U", s, c)
+			}
+		}
+		if !strings.Contains(s, Flags(r.Flags)) {
+			t.Errorf("summary %q lost the flag %q", s, Flags(r.Flags))
+		}
+		var back string
+		if err := json.Unmarshal([]byte(SummaryJSON(r)), &back); err != nil || back != s {
+			t.Errorf("SummaryJSON %q decodes to %q (%v), want %q", SummaryJSON(r), back, err, s)
+		}
+	})
 }
