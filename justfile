@@ -37,12 +37,14 @@ fuzz time="30s":
 
 # Go benchmarks with allocation counts, then the side-by-side latency report:
 # a tool call through wraptool against spawning the fixture directly, and
-# config write to list_changed.
+# config write to list_changed; the upstream bridge against its peers; and
+# wraptool connect against /mcp, mcp-remote and supergateway.
 bench:
     go test -run '^$' -bench . -benchmem ./...
     WRAPTOOL_BENCH=1 go test ./integration -run '^TestLatencyReport$' -count=1 -v | sed -n '/^wraptool latency/,/list_changed/p'
     WRAPTOOL_BENCH=1 go test ./integration -run '^TestIntrospectionReport$' -count=1 -v | sed -n '/^wraptool introspection/,/list_changed/p'
     WRAPTOOL_BENCH=1 go test ./integration -run '^TestUpstreamReport$' -count=1 -v | sed -n '/^wraptool upstream/,/^--- /p'
+    WRAPTOOL_BENCH=1 go test ./integration -run '^TestConnectReport$' -count=1 -v | sed -n '/^wraptool connect/,/^--- /p'
 
 
 # Fail when `go mod tidy` would change go.mod or go.sum.

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/webui/httpguard"
@@ -36,8 +38,20 @@ const (
 	// MaxConns keeps a flood of connections from using up the process's
 	// file descriptors; beyond it new connections wait in the listen queue.
 	MaxConns = 4096
-	// SessionTimeout ends Streamable HTTP sessions their client abandoned.
+	// SessionTimeout ends Streamable HTTP sessions their client abandoned:
+	// the MCP SDK closes a session no request (POST, DELETE) has reached
+	// for this long.
 	SessionTimeout = 30 * time.Minute
+	// StreamlessTimeout ends sooner a Streamable HTTP session that never
+	// opened its GET stream and sent nothing for this long. Such a session
+	// cannot be told of a changed tool list, and clients that open one per
+	// connection attempt and walk away (mcp-remote's probes, scripts that
+	// never DELETE) would otherwise each hold one for SessionTimeout. Five
+	// minutes is longer than any pause between a client's requests while it
+	// works (a wait for an operator's decision is at most five minutes, and
+	// a request in flight is never idle), and a client that does come back
+	// later gets 404 and initializes anew, as the specification says.
+	StreamlessTimeout = 5 * time.Minute
 	// ShutdownGrace lets tool calls in flight finish on stop before they
 	// are killed.
 	ShutdownGrace = 10 * time.Second
@@ -61,6 +75,13 @@ type Hub struct {
 	idleTimeout time.Duration
 	maxConns    int
 	log         *slog.Logger
+
+	// streams tracks the Streamable HTTP sessions that never opened a GET
+	// stream, which Run expires after StreamlessTimeout.
+	streams *streamWatch
+	// undelivered counts the list_changed notifications a notify round
+	// could not deliver, one debug line per round.
+	undelivered *undelivered
 
 	ready      <-chan struct{} // serving starts once it is closed; nil: at once
 	ln         net.Listener
@@ -102,6 +123,10 @@ type HubOptions struct {
 	// connect meanwhile wait in the listen queue, and /healthz answers
 	// only once the tools are all there.
 	Ready <-chan struct{}
+	// StreamlessTimeout ends a Streamable HTTP session that never opened
+	// its GET stream and sent nothing for this long; zero means
+	// StreamlessTimeout.
+	StreamlessTimeout time.Duration
 }
 
 // NewHub serves server as o says. It binds nothing until Listen.
@@ -118,13 +143,19 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.MaxConns <= 0 {
 		o.MaxConns = MaxConns
 	}
+	if o.StreamlessTimeout <= 0 {
+		o.StreamlessTimeout = StreamlessTimeout
+	}
 	runs, abort := context.WithCancel(context.Background())
 	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, snapshots: o.Snapshots,
 		runs: runs, abortCalls: abort, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
 		maxConns: o.MaxConns, ready: o.Ready, log: log.With("component", "hub"), idle: make(chan struct{}),
 		done: make(chan struct{})}
+	h.streams = newStreamWatch(o.StreamlessTimeout, h.liveSessions, h.log)
+	h.undelivered = &undelivered{log: h.log, rounds: map[context.Context]int{}}
 	close(h.idle)
 	server.AddReceivingMiddleware(h.track)
+	server.AddSendingMiddleware(h.undelivered.middleware)
 	return h
 }
 
@@ -275,6 +306,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: h.idleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(limitConns(h.ln, h.maxConns)) }()
+	sweepCtx, stopSweeping := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { defer close(swept); h.streams.Run(sweepCtx) }()
+	defer func() { stopSweeping(); <-swept }()
 	select {
 	case err := <-errc:
 		h.removeSocket()
@@ -342,10 +377,12 @@ func (h *Hub) removeSocket() {
 }
 
 // Handler is the whole HTTP surface, valid after Listen: /sse and /mcp
-// behind the guard (DNS-rebinding check on a loopback listener, bearer
-// token, body limits), /healthz open. Every request body, on every route,
-// gets the body timeout to arrive, so neither a handler nor net/http (which
-// reads what a handler left of a body to reuse the connection) waits on a
+// behind the guard (DNS-rebinding check on a loopback listener, a method
+// the endpoint does not serve, bearer token, body limits), /healthz open,
+// and the OAuth discovery and registration paths answered with a 404 that
+// says wraptool has no OAuth. Every request body, on every route, gets the
+// body timeout to arrive, so neither a handler nor net/http (which reads
+// what a handler left of a body to reuse the connection) waits on a
 // stalled client for ever.
 func (h *Hub) Handler() http.Handler {
 	guard := httpguard.New(&httpguard.Options{
@@ -362,13 +399,88 @@ func (h *Hub) Handler() http.Handler {
 		MaxRequestBodyBytes: MaxBodyBytes,
 	})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		// Matched by path alone, so the catch-all below cannot take its
+		// other methods: they get the 405 every endpoint gives.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			httpguard.Refuse(w, r, http.StatusMethodNotAllowed, "method not allowed: this endpoint serves GET, HEAD")
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok"))
 	})
-	mux.Handle("/sse", guard.Wrap(sse))
-	mux.Handle("/mcp", guard.Wrap(streamable))
+	mux.Handle("/sse", guard.WrapMethods(sseMethods, sse))
+	mux.Handle("/mcp", guard.WrapMethods(streamableMethods, h.streams.observe(streamable)))
+	// Every other path, after the DNS-rebinding check: the OAuth ones get
+	// their 404 that says why, the rest a plain one. Both are refusals:
+	// answered at once, without waiting for a body nobody reads.
+	mux.Handle("/", guard.CheckHost(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isOAuthPath(r.URL.Path) {
+			httpguard.RefuseJSON(w, r, http.StatusNotFound, noOAuth)
+			return
+		}
+		httpguard.Refuse(w, r, http.StatusNotFound, "404 page not found")
+	})))
 	return guard.Deadline(mux)
+}
+
+// sseMethods is what /sse serves: GET opens a session's stream, and a POST
+// that names a session (?sessionid=…, the message endpoint the stream
+// announces) carries a message to it. A POST without one is not served:
+// 405 with Allow: GET, so a client that tries Streamable HTTP first
+// (mcp-remote POSTs initialize) falls back to legacy SSE instead of
+// failing on the SDK's 400.
+func sseMethods(r *http.Request) (bool, string) {
+	if r.URL.Query().Get("sessionid") != "" {
+		return r.Method == http.MethodGet || r.Method == http.MethodPost, "GET, POST"
+	}
+	return r.Method == http.MethodGet, "GET"
+}
+
+// streamableMethods is what /mcp serves in stateful mode: POST (messages),
+// GET (the session's stream) and DELETE (ending the session).
+func streamableMethods(r *http.Request) (bool, string) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodDelete:
+		return true, ""
+	}
+	return false, "GET, POST, DELETE"
+}
+
+// noOAuth is the body of the 404 on the OAuth paths (CONTRACT §9). OAuth
+// clients (mcp-remote, editors) that meet a 401 look for an authorization
+// server there and, finding plain 404s, try to register a client; the text
+// then reaches the user inside their error message, saying what to do.
+var noOAuth = map[string]string{
+	"error":             "not_supported",
+	"error_description": "wraptool uses a static bearer token from its token file; run 'wraptool up' to print client set-up",
+}
+
+// isOAuthPath reports whether path is one an OAuth client asks for while
+// looking for a way to sign in: /register (dynamic client registration at
+// its default place) and the discovery documents under /.well-known/, at
+// the root (RFC 8414 and RFC 9728, with the resource's path as a suffix:
+// /.well-known/oauth-protected-resource/mcp) or below the resource's path
+// (OpenID Connect's form, /mcp/.well-known/openid-configuration, which
+// mcp-remote 0.15.1 asks for too).
+func isOAuthPath(path string) bool {
+	return path == "/register" ||
+		strings.Contains(path, "/.well-known/oauth-") ||
+		strings.Contains(path, "/.well-known/openid-configuration")
+}
+
+// liveSessions lists the server's Streamable HTTP sessions by id, each with
+// its Close; legacy SSE sessions have no id and are left out (their stream
+// is the session, so they end with it).
+func (h *Hub) liveSessions() map[string]func() {
+	live := map[string]func(){}
+	for ss := range h.server.Sessions() {
+		if id := ss.ID(); id != "" {
+			live[id] = func() { ss.Close() }
+		}
+	}
+	return live
 }
 
 // listenUnix binds a socket with mode 0600. A stale socket left by a dead
@@ -412,3 +524,177 @@ func listenUnix(path string) (net.Listener, error) {
 	}
 	return ln, nil
 }
+
+// streamWatch expires the Streamable HTTP sessions that never opened a GET
+// stream once they have been idle for timeout (StreamlessTimeout); the SDK
+// expires every other session after SessionTimeout. The SDK offers no hook
+// for this, so the watch sees the requests of /mcp (observe) and closes
+// sessions through the server (live). Its methods are safe for concurrent
+// use; Run sweeps until its context ends.
+type streamWatch struct {
+	timeout time.Duration
+	live    func() map[string]func() // the server's sessions now: id → Close
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*sessionUse // by session id
+}
+
+// sessionUse is what the watch knows of one session.
+type sessionUse struct {
+	streamed bool      // a GET stream was opened: the SDK's timeout applies
+	active   int       // requests being served
+	last     time.Time // when the last request ended, or the session was first seen
+}
+
+func newStreamWatch(timeout time.Duration, live func() map[string]func(), log *slog.Logger) *streamWatch {
+	return &streamWatch{timeout: timeout, live: live, log: log, sessions: map[string]*sessionUse{}}
+}
+
+// sessionHeader names the session a Streamable HTTP request belongs to.
+const sessionHeader = "Mcp-Session-Id"
+
+// observe passes /mcp's requests to next, noting for each session whether
+// it opened a GET stream and when it was last busy. A session is first
+// noted when the initialize that created it is answered (the id is in the
+// response's header once next returns); a GET can reach the server before
+// that, so it notes the session too. Ids that name no session (forged or
+// expired) are dropped by the next sweep.
+func (sw *streamWatch) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(sessionHeader)
+		switch {
+		case id == "" && r.Method == http.MethodPost:
+			next.ServeHTTP(w, r)
+			if created := w.Header().Get(sessionHeader); created != "" {
+				sw.update(created, func(u *sessionUse) { u.last = time.Now() })
+			}
+			return
+		case id != "" && r.Method == http.MethodGet:
+			sw.update(id, func(u *sessionUse) { u.streamed = true })
+		case id != "":
+			sw.update(id, func(u *sessionUse) { u.active++ })
+			defer sw.update(id, func(u *sessionUse) { u.active--; u.last = time.Now() })
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// update applies change to session id's record, making one if needed.
+func (sw *streamWatch) update(id string, change func(*sessionUse)) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	u := sw.sessions[id]
+	if u == nil {
+		u = &sessionUse{last: time.Now()}
+		sw.sessions[id] = u
+	}
+	change(u)
+}
+
+// Run sweeps every tenth of the timeout until ctx ends, so a stream-less
+// session ends between timeout and 1.1 × timeout after its last request
+// (5 min to 5 min 30 s with the defaults).
+func (sw *streamWatch) Run(ctx context.Context) {
+	tick := time.NewTicker(sw.timeout / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			sw.sweep(time.Now())
+		}
+	}
+}
+
+// sweep closes the sessions that never opened a stream and have been idle
+// for the timeout at now, and forgets the records of sessions that are
+// gone. A session the watch has not seen yet (one made before it ran) is
+// idle from now on.
+func (sw *streamWatch) sweep(now time.Time) {
+	live := sw.live()
+	var expired []func()
+	sw.mu.Lock()
+	for id := range sw.sessions {
+		if _, ok := live[id]; !ok {
+			delete(sw.sessions, id)
+		}
+	}
+	for id, closeSession := range live {
+		u := sw.sessions[id]
+		switch {
+		case u == nil:
+			sw.sessions[id] = &sessionUse{last: now}
+		case !u.streamed && u.active == 0 && now.Sub(u.last) >= sw.timeout:
+			delete(sw.sessions, id)
+			expired = append(expired, closeSession)
+		}
+	}
+	sw.mu.Unlock()
+	for _, closeSession := range expired {
+		closeSession() // outside the lock: Close waits for the session's end
+	}
+	if len(expired) > 0 {
+		sw.log.Debug("closed sessions that never opened a stream", "count", len(expired), "idle", sw.timeout)
+	}
+}
+
+// undelivered keeps the SDK from logging a warning for every session a
+// list_changed cannot reach. A Streamable HTTP session whose client never
+// opened the GET stream has nowhere to receive it: the transport rejects
+// the notification, and the SDK would log "rejected by transport:
+// undelivered message" at WARN, once per such session on every reload.
+// Its sending middleware counts those rejections instead and logs one
+// debug line per notify round. Safe for concurrent use.
+type undelivered struct {
+	log *slog.Logger
+
+	mu     sync.Mutex
+	rounds map[context.Context]int // rejections so far, by notify round
+}
+
+// middleware is sending middleware for the MCP server: a list_changed the
+// transport rejected is counted and reported as sent.
+//
+// The SDK notifies every session of one change in one loop, under one
+// context that it cancels when the loop ends; that context names the
+// round, and its end is when the count is logged. A context that never
+// ends (a change in the SDK) gets its line at once, so nothing is held.
+func (u *undelivered) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil || !strings.HasSuffix(method, "/list_changed") || !rejectedByTransport(err) {
+			return res, err
+		}
+		if ctx.Done() == nil {
+			u.log.Debug("list_changed not delivered", "method", method, "count", 1, "why", "no GET stream")
+			return res, nil
+		}
+		u.mu.Lock()
+		if u.rounds[ctx] == 0 {
+			context.AfterFunc(ctx, func() {
+				u.mu.Lock()
+				n := u.rounds[ctx]
+				delete(u.rounds, ctx)
+				u.mu.Unlock()
+				u.log.Debug("list_changed not delivered", "method", method, "count", n, "why", "no GET stream")
+			})
+		}
+		u.rounds[ctx]++
+		u.mu.Unlock()
+		return res, nil
+	}
+}
+
+// rejectedByTransport reports whether err is the JSON-RPC layer's
+// "rejected by transport" (code -32005): the transport refused one message
+// (here: no stream to carry it), the connection is fine.
+func rejectedByTransport(err error) bool {
+	var wire *jsonrpc.Error
+	return errors.As(err, &wire) && wire.Code == codeRejected
+}
+
+// codeRejected is the go-sdk's jsonrpc2.ErrRejected code, which its public
+// jsonrpc package does not export.
+const codeRejected = -32005

@@ -15,12 +15,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/webui/httpguard"
 )
 
 // initializeBody is a JSON-RPC initialize request, the first message of an
@@ -238,8 +241,14 @@ func TestHubGuardsTheMCPEndpoints(t *testing.T) {
 					t.Errorf("body = %q, want %q", res.body, "ok")
 				}
 			case 401:
-				if got := res.header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
-					t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", got)
+				// A refused credential is named as such (RFC 6750
+				// invalid_token); a missing one gets the bare challenge.
+				want := httpguard.InvalidTokenChallenge
+				if tt.req.token == "" && tt.req.auth == "" {
+					want = httpguard.Challenge
+				}
+				if got := res.header.Get("WWW-Authenticate"); got != want {
+					t.Errorf("WWW-Authenticate = %q, want %q", got, want)
 				}
 			}
 		})
@@ -727,6 +736,12 @@ func TestHubRefusesWithoutWaitingForTheBody(t *testing.T) {
 			h.head("POST", "/mcp", "Host: evil.example", "Content-Length: 100", "Authorization: Bearer secret-token"), 403},
 		{"POST /sse with a foreign Host and with a body that never comes gets 403 at once",
 			h.head("POST", "/sse?sessionid=ABC", "Host: evil.example", "Content-Length: 100", "Authorization: Bearer secret-token"), 403},
+		{"POST /sse without a session and with a body that never comes gets 405 at once",
+			h.head("POST", "/sse", "Content-Length: 100"), 405},
+		{"POST /register with a body that never comes gets 404 at once",
+			h.head("POST", "/register", "Content-Length: 100"), 404},
+		{"POST to an unknown path with a body that never comes gets 404 at once",
+			h.head("POST", "/nope", "Content-Length: 100"), 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -906,4 +921,324 @@ func TestHubConnLimitReleasesEachSlotOnce(t *testing.T) {
 	}
 	second.Close()
 	receive(t, accepted, "third accepted connection")
+}
+
+// A method an endpoint does not serve gets 405 with Allow, after the
+// DNS-rebinding check and before the token (CONTRACT §9): a client that
+// tries Streamable HTTP first (mcp-remote POSTs initialize to the URL it
+// was given) learns that /sse is legacy SSE and falls back to it, instead
+// of failing on the SDK's 400 "sessionid must be provided". POSTs to an SSE
+// session's message endpoint still reach it.
+func TestHubAnswers405ForMethodsAnEndpointDoesNotServe(t *testing.T) {
+	t.Parallel()
+	h := startHub(t, "secret-token")
+	port := h.hub.Addr().(*net.TCPAddr).Port
+	tests := []struct {
+		name       string
+		req        hubRequest
+		wantStatus int
+		wantAllow  string
+	}{
+		{"POST /sse without a session gets 405 with Allow: GET", hubRequest{method: "POST", path: "/sse", token: "secret-token"}, 405, "GET"},
+		{"POST /sse without a session and without a token gets 405, not 401", hubRequest{method: "POST", path: "/sse"}, 405, "GET"},
+		{"POST /sse without a session and with a wrong token gets 405", hubRequest{method: "POST", path: "/sse", token: "wrong"}, 405, "GET"},
+		{"DELETE /sse gets 405 with Allow: GET", hubRequest{method: "DELETE", path: "/sse", token: "secret-token"}, 405, "GET"},
+		{"PUT /sse to a session gets 405 with Allow: GET, POST", hubRequest{method: "PUT", path: "/sse?sessionid=ABC", token: "secret-token"}, 405, "GET, POST"},
+		{"POST /sse with a foreign Host gets 403 first", hubRequest{method: "POST", path: "/sse", host: "evil.example:" + strconv.Itoa(port)}, 403, ""},
+		{"POST /sse to an unknown session without a token gets 401", hubRequest{method: "POST", path: "/sse?sessionid=ABC"}, 401, ""},
+		{"POST /sse to an unknown session with the token gets the SDK's 404", hubRequest{method: "POST", path: "/sse?sessionid=ABC", token: "secret-token"}, 404, ""},
+		{"PUT /mcp gets 405 with Allow: GET, POST, DELETE", hubRequest{method: "PUT", path: "/mcp"}, 405, "GET, POST, DELETE"},
+		{"PATCH /mcp gets 405", hubRequest{method: "PATCH", path: "/mcp", token: "secret-token"}, 405, "GET, POST, DELETE"},
+		{"OPTIONS /mcp gets 405", hubRequest{method: "OPTIONS", path: "/mcp"}, 405, "GET, POST, DELETE"},
+		{"HEAD /mcp gets 405", hubRequest{method: "HEAD", path: "/mcp"}, 405, "GET, POST, DELETE"},
+		{"DELETE /mcp without a token gets 401: /mcp serves DELETE", hubRequest{method: "DELETE", path: "/mcp"}, 401, ""},
+		{"POST /healthz gets 405 with Allow: GET, HEAD", hubRequest{method: "POST", path: "/healthz"}, 405, "GET, HEAD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := h.do(t, tt.req)
+			if res.status != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %q", res.status, tt.wantStatus, res.body)
+			}
+			if got := res.header.Get("Allow"); got != tt.wantAllow {
+				t.Errorf("Allow = %q, want %q", got, tt.wantAllow)
+			}
+		})
+	}
+	t.Run("an SSE session still gets its messages through /sse?sessionid=", func(t *testing.T) {
+		t.Parallel()
+		cs := h.connect(t, "sse")
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatalf("tools/list over SSE: %v", err)
+		}
+	})
+}
+
+// OAuth clients that meet a 401 look for an authorization server before
+// they give up. Each path mcp-remote 0.15.1 asked for (seen through a
+// logging proxy in front of wraptool) gets, without auth, a 404 whose JSON
+// says wraptool uses a static bearer token; a foreign Host still gets 403
+// and any other path net/http's plain 404.
+func TestHubAnswersOAuthDiscoveryWithoutOAuth(t *testing.T) {
+	t.Parallel()
+	h := startHub(t, "secret-token")
+	port := strconv.Itoa(h.hub.Addr().(*net.TCPAddr).Port)
+	const want = `{"error":"not_supported","error_description":"wraptool uses a static bearer token from its token file; run 'wraptool up' to print client set-up"}` + "\n"
+	for _, path := range []string{
+		"/.well-known/oauth-protected-resource",
+		"/.well-known/oauth-protected-resource/mcp",
+		"/.well-known/oauth-protected-resource/sse",
+		"/.well-known/oauth-authorization-server",
+		"/.well-known/oauth-authorization-server/mcp",
+		"/.well-known/openid-configuration",
+		"/.well-known/openid-configuration/mcp",
+		"/mcp/.well-known/openid-configuration",
+		"/register",
+	} {
+		for _, method := range []string{"GET", "POST"} {
+			t.Run(method+" "+path+" gets the 404 that says there is no OAuth", func(t *testing.T) {
+				t.Parallel()
+				res := h.do(t, hubRequest{method: method, path: path, body: `{"client_name":"x"}`})
+				if res.status != 404 || res.body != want {
+					t.Fatalf("status %d, body %q; want 404 and %q", res.status, res.body, want)
+				}
+				if got := res.header.Get("Content-Type"); got != "application/json" {
+					t.Errorf("Content-Type = %q, want application/json", got)
+				}
+			})
+		}
+	}
+	t.Run("a foreign Host on a discovery path gets 403", func(t *testing.T) {
+		t.Parallel()
+		res := h.do(t, hubRequest{method: "GET", path: "/.well-known/oauth-protected-resource", host: "evil.example:" + port})
+		if res.status != 403 {
+			t.Fatalf("status %d, want 403; body %q", res.status, res.body)
+		}
+	})
+	t.Run("another unknown path gets a plain 404", func(t *testing.T) {
+		t.Parallel()
+		res := h.do(t, hubRequest{method: "GET", path: "/nope"})
+		if res.status != 404 || strings.Contains(res.body, "bearer") {
+			t.Fatalf("status %d, body %q; want net/http's 404", res.status, res.body)
+		}
+	})
+}
+
+// rawSession opens a Streamable HTTP session the way a client that never
+// opens the GET stream does: initialize and initialized, nothing more. It
+// returns the session id.
+func (h *hubHarness) rawSession(t *testing.T) string {
+	t.Helper()
+	res, body := h.post(t, "", initializeBody)
+	id := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != 200 || id == "" {
+		t.Fatalf("initialize: status %d, session %q, body %q", res.StatusCode, id, body)
+	}
+	if res, body := h.post(t, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); res.StatusCode != 202 {
+		t.Fatalf("initialized: status %d, body %q", res.StatusCode, body)
+	}
+	return id
+}
+
+// post sends one JSON-RPC message to /mcp in session id ("" for none) with
+// the hub's token, and reads the whole answer.
+func (h *hubHarness) post(t *testing.T, id, msg string) (*http.Response, string) {
+	t.Helper()
+	res, body, err := h.tryPost(id, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, body
+}
+
+// tryPost is post for a goroutine other than the test's: it returns the
+// error instead of failing the test.
+func (h *hubHarness) tryPost(id, msg string) (*http.Response, string, error) {
+	req, err := http.NewRequest("POST", h.baseURL()+"/mcp", strings.NewReader(msg))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+h.token())
+	if id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+	}
+	res, err := (&http.Client{Transport: h.client.Transport}).Do(req) // no timeout: a call may run long
+	if err != nil {
+		return nil, "", fmt.Errorf("POST /mcp: %w", err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	return res, string(data), err
+}
+
+// hasSession reports whether the server still holds session id. It asks
+// the server, not the session: a request would make the session busy.
+func (h *hubHarness) hasSession(id string) bool {
+	for ss := range h.server.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// A list_changed that cannot reach a session without a GET stream is not a
+// warning per session on every reload: the hub counts the sessions it
+// missed and logs one debug line per notify round, while sessions with a
+// stream get the notification as before.
+func TestHubLogsUndeliveredListChangedOncePerRound(t *testing.T) {
+	t.Parallel()
+	h := startHub(t, "secret-token")
+	h.rawSession(t)
+	h.rawSession(t)
+	changed := make(chan struct{}, 8)
+	h.connectWith(t, "streamable", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	h.connectWith(t, "sse", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	for round := 1; round <= 2; round++ {
+		h.server.AddTool(&mcp.Tool{Name: "added" + strconv.Itoa(round), InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+		receive(t, changed, "list_changed on a session with a stream")
+		receive(t, changed, "list_changed on the other session with a stream")
+		h.sink.waitForN(t, round, "level=DEBUG", `msg="list_changed not delivered"`, "component=hub", "count=2")
+	}
+	if got := h.sink.lines("list_changed not delivered"); len(got) != 2 {
+		t.Errorf("%d lines say list_changed was not delivered, want one per round (2):\n%s", len(got), strings.Join(got, "\n"))
+	}
+	if got := h.sink.lines("undelivered message"); len(got) > 0 {
+		t.Errorf("the SDK's warning is still logged, once per session:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// A session that never opened its GET stream ends after StreamlessTimeout
+// without a request; one with a stream, or with a request in flight, does
+// not.
+func TestHubExpiresSessionsThatNeverOpenedAStream(t *testing.T) {
+	t.Parallel()
+	const timeout = 400 * time.Millisecond
+	h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", StreamlessTimeout: timeout}, "secret-token")
+	h.stop = start(t, h.hub)
+	idle := h.rawSession(t)
+	idleSince := time.Now() // at or before the end of its last request
+	busy := h.rawSession(t)
+	streaming := h.connect(t, "streamable")
+
+	// busy calls the slow tool without a stream of its own: the call's
+	// answer comes on the POST, which stays open until the test releases it.
+	called := make(chan error, 1)
+	go func() {
+		res, body, err := h.tryPost(busy, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+		if err == nil && (res.StatusCode != 200 || !strings.Contains(body, `"result"`)) {
+			err = fmt.Errorf("status %d, body %q", res.StatusCode, body)
+		}
+		called <- err
+	}()
+	receive(t, h.started, "start of the slow call")
+
+	waitUntil(t, "the idle stream-less session expired", func() bool { return !h.hasSession(idle) })
+	// The hub notes a request's end just after its answer went out, so
+	// allow a little for the moment between the two.
+	if d := time.Since(idleSince); d < timeout-50*time.Millisecond {
+		t.Errorf("the idle session ended %v after its last request, want at least the timeout %v", d, timeout)
+	}
+	time.Sleep(2 * timeout) // the busy session must outlive the timeout while its call runs
+	if !h.hasSession(busy) {
+		t.Fatal("the session with a call in flight expired")
+	}
+	if res, body := h.post(t, idle, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); res.StatusCode != 404 {
+		t.Errorf("a request in the expired session: status %d, body %q; want 404 (the client initializes anew)", res.StatusCode, body)
+	}
+	close(h.release)
+	if err := receive(t, called, "the slow call's answer"); err != nil {
+		t.Fatalf("slow call: %v", err)
+	}
+	waitUntil(t, "the busy session expired once idle", func() bool { return !h.hasSession(busy) })
+
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := streaming.Ping(ctx, nil); err != nil {
+		t.Errorf("the session with a GET stream expired: %v", err)
+	}
+	h.sink.waitFor(t, `msg="closed sessions that never opened a stream"`, "count=1")
+}
+
+// The stream watch's numbers, in simulated time: a session that never
+// opened a stream ends between StreamlessTimeout and 1.1 × it after its
+// last request (5 min to 5 min 30 s); a session with a stream, or with a
+// request in flight, is never ended by it; a session it never saw counts
+// as idle from the first sweep that finds it.
+func TestStreamWatchExpiresOnlyIdleStreamlessSessions(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		log, _ := newTestLogger()
+		live := map[string]bool{"idle": true, "streamed": true, "busy": true, "unseen": true}
+		var closed []string
+		var mu sync.Mutex
+		sw := newStreamWatch(StreamlessTimeout, func() map[string]func() {
+			mu.Lock()
+			defer mu.Unlock()
+			m := map[string]func(){}
+			for id, ok := range live {
+				if ok {
+					m[id] = func() {
+						mu.Lock()
+						defer mu.Unlock()
+						live[id] = false
+						closed = append(closed, id)
+					}
+				}
+			}
+			return m
+		}, log)
+		sw.update("idle", func(u *sessionUse) {})
+		sw.update("streamed", func(u *sessionUse) { u.streamed = true })
+		sw.update("busy", func(u *sessionUse) { u.active++ })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go sw.Run(ctx)
+		closedNow := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Sorted(slices.Values(closed))
+		}
+
+		time.Sleep(StreamlessTimeout - time.Second)
+		synctest.Wait()
+		if got := closedNow(); len(got) != 0 {
+			t.Fatalf("closed %v before the timeout", got)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := closedNow(); !slices.Equal(got, []string{"idle"}) {
+			t.Fatalf("closed %v by 5 min 1 s, want [idle]", got)
+		}
+		// unseen was first found by the first sweep (at 30 s), so it ends
+		// with the sweep at 5 min 30 s.
+		time.Sleep(StreamlessTimeout / 10)
+		synctest.Wait()
+		if got := closedNow(); !slices.Equal(got, []string{"idle", "unseen"}) {
+			t.Fatalf("closed %v by 5 min 31 s, want [idle unseen]", got)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := closedNow(); !slices.Equal(got, []string{"idle", "unseen"}) {
+			t.Fatalf("closed %v after an hour, want the streamed and the busy session kept", got)
+		}
+		sw.update("busy", func(u *sessionUse) { u.active--; u.last = time.Now() })
+		time.Sleep(StreamlessTimeout + StreamlessTimeout/10)
+		synctest.Wait()
+		if got := closedNow(); !slices.Equal(got, []string{"busy", "idle", "unseen"}) {
+			t.Fatalf("closed %v, want the busy session ended 5.5 min after its request", got)
+		}
+	})
 }

@@ -179,19 +179,30 @@ func TestUpPrintsClientSetup(t *testing.T) {
 				Type    string            `json:"type"`
 				URL     string            `json:"url"`
 				Headers map[string]string `json:"headers"`
+				Command string            `json:"command"`
+				Args    []string          `json:"args"`
 			} `json:"mcpServers"`
 		}
 		if err := json.Unmarshal([]byte(block[1]), &v); err != nil {
 			t.Fatalf("block %q: %v", block[1], err)
 		}
 		e := v.MCPServers["wraptool"]
+		if e.Command != "" {
+			// The stdio entry (CONTRACT §14): this binary, the config by
+			// its absolute path, connect; no token in the client's config.
+			if e.Command != wraptoolBin || strings.Join(e.Args, " ") != "--config "+cfgPath+" connect" || e.Headers != nil {
+				t.Errorf("stdio entry %+v, want %s --config %s connect", e, wraptoolBin, cfgPath)
+			}
+			kinds = append(kinds, "stdio")
+			continue
+		}
 		if e.Headers["Authorization"] != "Bearer "+token || !strings.HasPrefix(e.URL, url+"/") {
 			t.Errorf("entry %+v does not point at %s with the token", e, url)
 		}
 		kinds = append(kinds, e.Type+" "+strings.TrimPrefix(e.URL, url))
 	}
-	if strings.Join(kinds, ", ") != "http /mcp, sse /sse" {
-		t.Errorf("mcpServers entries %q, want http /mcp and sse /sse", kinds)
+	if strings.Join(kinds, ", ") != "http /mcp, sse /sse, stdio" {
+		t.Errorf("mcpServers entries %q, want http /mcp, sse /sse and stdio", kinds)
 	}
 	if strings.Contains(stderr.String(), token) {
 		t.Errorf("the token leaked into the log:\n%s", stderr)

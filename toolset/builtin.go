@@ -68,15 +68,92 @@ func RequestDefinition() *mcp.Tool {
 	}
 }
 
-// requestInput is the built-in tool's input as sent.
+// requestInput is the built-in tool's input as sent; a nil pointer is a
+// property that is absent or null.
 type requestInput struct {
-	Tool       *string         `json:"tool"`
-	Subcommand *[]string       `json:"subcommand"`
-	Flags      []string        `json:"flags"`
-	CallID     *string         `json:"call_id"`
-	Rationale  *string         `json:"rationale"`
-	Enables    string          `json:"enables"`
-	Wait       json.RawMessage `json:"wait_seconds"`
+	Tool       *string
+	Subcommand *[]string
+	Flags      []string
+	CallID     *string
+	Rationale  *string
+	Enables    string
+	Wait       json.RawMessage
+	// wrong names the properties given with the wrong type (already
+	// reported): they count as given, so no "is required" follows.
+	wrong map[string]bool
+}
+
+// requestProperties are the request tool's input properties, in the order
+// its errors name them.
+var requestProperties = []string{"tool", "subcommand", "flags", "call_id", "rationale", "enables", "wait_seconds"}
+
+// decodeRequest reads raw into a requestInput. Every problem is reported in
+// the product's words, for the assistant to correct: a property of the
+// wrong type is named with the type it needs ("subcommand must be an array
+// of strings"), never with the Go decoder's message, which names Go types
+// and struct fields the assistant has never seen.
+func decodeRequest(raw json.RawMessage, bad func(string, ...any)) (requestInput, bool) {
+	in := requestInput{wrong: map[string]bool{}}
+	var props map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &props); err != nil {
+		bad("the arguments must be an object with tool, subcommand, flags (or call_id), rationale, enables and wait_seconds")
+		return in, false
+	}
+	var unknown []string
+	for name := range props {
+		if !slices.Contains(requestProperties, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	slices.Sort(unknown)
+	for _, name := range unknown {
+		if len(name) > maxTokenLen {
+			name = name[:maxTokenLen] + "…"
+		}
+		bad("unknown field %q; the fields are %s", name, strings.Join(requestProperties, ", "))
+	}
+	present := func(name string) (json.RawMessage, bool) {
+		v, ok := props[name]
+		return v, ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+	}
+	str := func(name string) *string {
+		v, ok := present(name)
+		if !ok {
+			return nil
+		}
+		var out string
+		if json.Unmarshal(v, &out) != nil {
+			bad("%s must be a string", name)
+			in.wrong[name] = true
+			return nil
+		}
+		return &out
+	}
+	list := func(name string) *[]string {
+		v, ok := present(name)
+		if !ok {
+			return nil
+		}
+		var out []string
+		if json.Unmarshal(v, &out) != nil {
+			bad("%s must be an array of strings", name)
+			in.wrong[name] = true
+			return nil
+		}
+		if out == nil {
+			out = []string{}
+		}
+		return &out
+	}
+	in.Tool, in.Subcommand, in.CallID, in.Rationale = str("tool"), list("subcommand"), str("call_id"), str("rationale")
+	if flags := list("flags"); flags != nil {
+		in.Flags = *flags
+	}
+	if enables := str("enables"); enables != nil {
+		in.Enables = *enables
+	}
+	in.Wait = props["wait_seconds"]
+	return in, true
 }
 
 // MaxWaitSeconds bounds wait_seconds (CONTRACT §15).
@@ -102,12 +179,15 @@ func waitSeconds(raw json.RawMessage) (time.Duration, error) {
 	var s string
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return 0, errors.New("wait_seconds must be an integer from 0 to 300")
+			return 0, fmt.Errorf("wait_seconds must be an integer from 0 to %d", MaxWaitSeconds)
 		}
 	} else {
 		s = string(raw)
 	}
 	if s == "" || len(s) > 3 || strings.Trim(s, "0123456789") != "" {
+		if len(raw) > 24 { // the value is echoed only while it is short
+			return 0, fmt.Errorf("wait_seconds must be an integer from 0 to %d", MaxWaitSeconds)
+		}
 		return 0, fmt.Errorf("wait_seconds must be an integer from 0 to %d, got %s", MaxWaitSeconds, raw)
 	}
 	n, _ := strconv.Atoi(s)
@@ -124,23 +204,21 @@ func waitSeconds(raw json.RawMessage) (time.Duration, error) {
 // callID set and only Rationale and Enables filled: the caller looks the
 // call up.
 func ParseRequest(raw json.RawMessage) (Parsed, error) {
-	var in requestInput
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return Parsed{}, fmt.Errorf("the arguments must be an object with tool, subcommand, flags (or call_id), rationale, enables and wait_seconds: %v", err)
-	}
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	in, ok := decodeRequest(raw, bad)
+	if !ok {
+		return Parsed{}, errors.New(strings.Join(errs, "; "))
+	}
 	wait, err := waitSeconds(in.Wait)
 	if err != nil {
 		bad("%v", err)
 	}
-	if in.CallID != nil {
+	if in.CallID != nil || in.wrong["call_id"] {
 		switch {
-		case in.Tool != nil || in.Subcommand != nil || in.Flags != nil:
+		case in.Tool != nil || in.Subcommand != nil || in.Flags != nil || in.wrong["tool"] || in.wrong["subcommand"] || in.wrong["flags"]:
 			bad("give tool and subcommand, or call_id, not both")
-		case !validCallID(*in.CallID):
+		case in.CallID != nil && !validCallID(*in.CallID):
 			bad("call_id %q is not one wraptool issues (call_ and 8 hex digits)", *in.CallID)
 		}
 		rationale(in, bad)
@@ -150,6 +228,7 @@ func ParseRequest(raw json.RawMessage) (Parsed, error) {
 		return Parsed{Request: requests.Request{Rationale: *in.Rationale, Enables: in.Enables}, CallID: *in.CallID, Wait: wait}, nil
 	}
 	switch {
+	case in.wrong["tool"]:
 	case in.Tool == nil || *in.Tool == "":
 		bad("tool is required")
 	case len(*in.Tool) > maxTokenLen || !policy.ValidToken(*in.Tool):
@@ -159,6 +238,7 @@ func ParseRequest(raw json.RawMessage) (Parsed, error) {
 	}
 	var sub []string
 	switch {
+	case in.wrong["subcommand"]:
 	case in.Subcommand == nil:
 		bad("subcommand is required ([] for the bare tool)")
 	case len(*in.Subcommand) > maxSubcommand:
@@ -197,6 +277,7 @@ func ParseRequest(raw json.RawMessage) (Parsed, error) {
 // rationale checks the free-text fields every request has.
 func rationale(in requestInput, bad func(string, ...any)) {
 	switch {
+	case in.wrong["rationale"]:
 	case in.Rationale == nil || strings.TrimSpace(*in.Rationale) == "":
 		bad("rationale is required: say why the capability is needed")
 	default:

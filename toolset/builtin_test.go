@@ -95,7 +95,7 @@ func TestParseRequest(t *testing.T) {
 		{"a subcommand token that is a flag is refused", requestJSON(map[string]any{"subcommand": []string{"-rf"}}), requests.Request{}, `token "-rf"`},
 		{"an empty subcommand token is refused", requestJSON(map[string]any{"subcommand": []string{""}}), requests.Request{}, `token ""`},
 		{"a subcommand of 17 tokens is refused", requestJSON(map[string]any{"subcommand": strings.Fields(strings.Repeat("a ", 17))}), requests.Request{}, "at most 16"},
-		{"a subcommand that is not a list is refused", requestJSON(map[string]any{"subcommand": "push"}), requests.Request{}, "must be an object"},
+		{"a subcommand that is not a list is refused", requestJSON(map[string]any{"subcommand": "push"}), requests.Request{}, "subcommand must be an array of strings"},
 		{"a flag without dashes is refused", requestJSON(map[string]any{"flags": []string{"force"}}), requests.Request{}, `flag "force"`},
 		{"a flag with a space is refused", requestJSON(map[string]any{"flags": []string{"--a b"}}), requests.Request{}, `flag "--a b"`},
 		{"bundled short flags are refused", requestJSON(map[string]any{"flags": []string{"-rf"}}), requests.Request{}, `flag "-rf"`},
@@ -115,7 +115,8 @@ func TestParseRequest(t *testing.T) {
 		{"a line separator in the rationale is refused, as denials escape it", requestJSON(map[string]any{"rationale": "ok\u2028fake"}), requests.Request{}, "control characters"},
 		{"a zero-width space in enables is refused", requestJSON(map[string]any{"enables": "git\u200bhub"}), requests.Request{}, "enables must not contain control characters"},
 		{"a C1 control in the rationale is refused", requestJSON(map[string]any{"rationale": "a\u009bb"}), requests.Request{}, "control characters"},
-		{"an unknown field is refused", requestJSON(map[string]any{"force": true}), requests.Request{}, `unknown field "force"`},
+		{"an unknown field is refused", requestJSON(map[string]any{"force": true}), requests.Request{}, `unknown field "force"; the fields are tool, subcommand, flags, call_id, rationale, enables, wait_seconds`},
+		{"a field in another case is unknown", requestJSON(map[string]any{"Tool": "git"}), requests.Request{}, `unknown field "Tool"`},
 		{"an array is refused", `[1]`, requests.Request{}, "must be an object"},
 		{"a string is refused", `"git push"`, requests.Request{}, "must be an object"},
 		{"empty input is refused", ``, requests.Request{}, "must be an object"},
@@ -146,6 +147,9 @@ func TestParseRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			parsed, err := ParseRequest(json.RawMessage(tc.in))
+			if err != nil && goInternal(err.Error()) {
+				t.Errorf("err %q speaks of Go's decoder, not of the tool's input", err)
+			}
 			got, callID := parsed.Request, parsed.CallID
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
@@ -165,6 +169,78 @@ func TestParseRequest(t *testing.T) {
 		})
 	}
 }
+
+// goInternal reports whether an error text leaks the Go JSON decoder's
+// words (its "json: cannot unmarshal … into Go struct field …"), which name
+// Go types the assistant has never seen instead of the tool's properties.
+func goInternal(text string) bool {
+	return strings.Contains(text, "json:") || strings.Contains(text, "Go struct") ||
+		strings.Contains(text, "Go value") || strings.Contains(text, "unmarshal")
+}
+
+// A property of the wrong type is named with the type the tool's schema
+// gives it, exactly once, and no "is required" follows for it; the Go
+// decoder's message never reaches the assistant.
+func TestParseRequestNamesWrongTypesInTheToolsWords(t *testing.T) {
+	t.Parallel()
+	wrongs := []struct {
+		name string
+		val  any
+	}{{"a string", "x"}, {"a number", 3}, {"a boolean", true}, {"an object", map[string]any{"a": 1}},
+		{"an array of numbers", []int{1}}, {"an array of arrays", [][]string{{"a"}}}, {"an array", []string{"a"}}}
+	fields := []struct {
+		field, want string
+		accepts     func(v any) bool // the values of the right type, skipped
+	}{
+		{"tool", "tool must be a string", isString},
+		{"subcommand", "subcommand must be an array of strings", isStrings},
+		{"flags", "flags must be an array of strings", isStrings},
+		{"rationale", "rationale must be a string", isString},
+		{"enables", "enables must be a string", isString},
+		{"wait_seconds", "wait_seconds must be an integer from 0 to 300", func(v any) bool { _, ok := v.(int); return ok }},
+	}
+	for _, f := range fields {
+		for _, w := range wrongs {
+			if f.accepts(w.val) {
+				continue
+			}
+			t.Run(f.field+" given "+w.name+" says what it must be", func(t *testing.T) {
+				t.Parallel()
+				_, err := ParseRequest(json.RawMessage(requestJSON(map[string]any{f.field: w.val})))
+				if err == nil {
+					t.Fatal("accepted")
+				}
+				if got := err.Error(); !strings.HasPrefix(got, f.want) || strings.Count(got, f.field) != 1 || goInternal(got) {
+					t.Errorf("err %q, want %q alone", got, f.want)
+				}
+			})
+		}
+	}
+	exact := []struct{ name, in, want string }{
+		{"call_id given a number says it must be a string", `{"call_id":12,"rationale":"r"}`, "call_id must be a string"},
+		{"call_id given an array says it must be a string", `{"call_id":["call_0a1b2c3d"],"rationale":"r"}`, "call_id must be a string"},
+		{"call_id of the wrong type with a tool still says not both",
+			`{"call_id":1,"tool":"git","subcommand":[],"rationale":"r"}`, "call_id must be a string; give tool and subcommand, or call_id, not both"},
+		{"a rationale of the wrong type with call_id says only that", `{"call_id":"call_0a1b2c3d","rationale":5}`, "rationale must be a string"},
+		{"several wrong types are reported together", `{"tool":1,"subcommand":"push","rationale":[]}`,
+			"tool must be a string; subcommand must be an array of strings; rationale must be a string"},
+		{"a huge wait_seconds is not echoed", requestJSON(map[string]any{"wait_seconds": strings.Repeat("9", 4096)}),
+			"wait_seconds must be an integer from 0 to 300"},
+	}
+	for _, tc := range exact {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseRequest(json.RawMessage(tc.in))
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+
+func isStrings(v any) bool { _, ok := v.([]string); return ok }
 
 func TestRequestDefinition(t *testing.T) {
 	t.Parallel()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -96,7 +97,10 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 		name := req.Params.Name
 		params, err := decodeArguments(req.Params.Arguments)
 		if err != nil {
-			res := errorResult("DENIED: the arguments must be a JSON object of named parameters (" + err.Error() + ").")
+			// The decoder's own text names Go types ("into Go value of
+			// type map[string]interface {}"); the assistant is told what
+			// it sent instead.
+			res := errorResult("DENIED: the arguments must be a JSON object of named parameters (got " + jsonKind(req.Params.Arguments) + ").")
 			res.StructuredContent = Denial{Denied: true, Reason: "the arguments must be a JSON object of named parameters"}
 			return res, nil
 		}
@@ -126,6 +130,11 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 		if use != nil {
 			rt.admit = st.admit(runCtx, use)
 		}
+		if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+			// On the call's own context, so the notes travel with the
+			// call (on its POST's stream) and stop with it.
+			defer reportProgress(runCtx, req.Session.NotifyProgress, token, name, rt.Timeout)()
+		}
 		res, d := Execute(runCtx, d, rt)
 		if !d.Allowed() {
 			log.Info("tool call denied", "tool", bound(name), "kind", d.Refusal.Kind.String(), "reason", bound(d.Refusal.Reason))
@@ -145,6 +154,50 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 		}
 		return RunResult(res), nil
 	}
+}
+
+// CallProgress is how often a wrapped-tool call whose request carries a
+// progress token reports how long it has run. Clients give a request a
+// timeout (the TypeScript SDK's default is 60 s) that a progress
+// notification resets when they ask for that; a tool that runs for
+// minutes without a word would otherwise be abandoned by the client while
+// it still runs. The request tool's wait reports at the same pace
+// (WaitProgress).
+const CallProgress = 5 * time.Second
+
+// reportProgress sends notify a notifications/progress for token every
+// CallProgress until the returned stop is called: progress is the whole
+// seconds the call has run, total its timeout in seconds (when it has one,
+// so the numbers only grow towards it), and the message says the same in
+// words. stop waits for the reporter to end, so no note follows the
+// call's result. A note that cannot be sent is dropped: progress is
+// advisory, and the call's answer reports what matters.
+func reportProgress(ctx context.Context, notify func(context.Context, *mcp.ProgressNotificationParams) error,
+	token any, tool string, limit time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	began := time.Now()
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(CallProgress)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				ran := time.Since(began).Round(time.Second)
+				p := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: ran.Seconds(),
+					Message: fmt.Sprintf("%s has run for %d s", tool, int(ran/time.Second))}
+				if limit > 0 {
+					p.Total = limit.Round(time.Second).Seconds()
+					p.Message += fmt.Sprintf(" (timeout %d s)", int(limit.Round(time.Second)/time.Second))
+				}
+				notify(ctx, p)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // RunResult renders a run: one text item with stdout, then stderr under a
@@ -220,6 +273,26 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 		params = map[string]any{}
 	}
 	return params, nil
+}
+
+// jsonKind names the kind of JSON value raw holds ("an array", "a
+// string"), for an error that says what the client sent.
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if !json.Valid(raw) {
+		return "something that is not JSON"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
 }
 
 func errString(err error) string {

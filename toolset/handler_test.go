@@ -7,16 +7,19 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -276,4 +279,191 @@ func (l *lockedBuffer) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.Reset()
+}
+
+// reportProgress's notes, in simulated time: one every CallProgress with
+// the whole seconds run, the timeout as total, and the call's token; none
+// after stop returns.
+func TestReportProgress(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		limit     time.Duration
+		wantTotal float64
+		wantMsg   string
+	}{
+		{"a call with a timeout reports it as the total", 30 * time.Second, 30, "fake_sleep has run for 5 s (timeout 30 s)"},
+		{"a call without a timeout reports no total", 0, 0, "fake_sleep has run for 5 s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var notes []*mcp.ProgressNotificationParams
+				notify := func(_ context.Context, p *mcp.ProgressNotificationParams) error {
+					mu.Lock()
+					defer mu.Unlock()
+					notes = append(notes, p)
+					return nil
+				}
+				stop := reportProgress(context.Background(), notify, "tok-7", "fake_sleep", tt.limit)
+				time.Sleep(3*CallProgress + time.Second)
+				stop()
+				time.Sleep(time.Minute) // nothing more after stop
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(notes) != 3 {
+					t.Fatalf("%d notes in 16 s, want 3 (every %v)", len(notes), CallProgress)
+				}
+				for i, p := range notes {
+					if want := float64(5 * (i + 1)); p.Progress != want || p.Total != tt.wantTotal || p.ProgressToken != "tok-7" {
+						t.Errorf("note %d: progress %v, total %v, token %v; want %v, %v, tok-7", i, p.Progress, p.Total, p.ProgressToken, want, tt.wantTotal)
+					}
+				}
+				if notes[0].Message != tt.wantMsg {
+					t.Errorf("message %q, want %q", notes[0].Message, tt.wantMsg)
+				}
+			})
+		})
+	}
+}
+
+// Over an MCP session, a wrapped-tool call that runs past CallProgress
+// sends notifications/progress with the token its request carried; a call
+// without a token gets none. (Real time: the call runs a real child.)
+func TestHandlerReportsProgressOnLongCalls(t *testing.T) {
+	t.Parallel()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	st := fakeState(t, dir, &policy.AllowRule{Subcommand: []string{"sleep"}, Flags: help()})
+	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "0"}, nil)
+	for _, r := range st.Policy.Rules() {
+		server.AddTool(Definition(r), NewHandler(r.Tool(), r.Subcommand(), func() *State { return st }, context.Background(), discard))
+	}
+	for _, tt := range []struct {
+		name  string
+		token any
+		want  int
+	}{
+		{"a call with a progress token hears how long it has run", "call-1", 1},
+		{"a call without a progress token hears nothing", nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var got []*mcp.ProgressNotificationParams
+			heard := func() []*mcp.ProgressNotificationParams {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.Clone(got)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			serverT, clientT := mcp.NewInMemoryTransports()
+			ss, err := server.Connect(ctx, serverT, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ss.Wait()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					defer mu.Unlock()
+					got = append(got, r.Params)
+				},
+			}).Connect(ctx, clientT, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			params := &mcp.CallToolParams{Name: "fake_sleep", Arguments: map[string]any{"args": []string{"5.8s"}}}
+			if tt.token != nil {
+				params.SetProgressToken(tt.token)
+			}
+			res, err := cs.CallTool(ctx, params)
+			if err != nil || res.IsError {
+				t.Fatalf("call: %v, %+v", err, res)
+			}
+			// The client may handle a notification just after the result
+			// it preceded: give it a moment (bounded) either way.
+			pollUntil(t, "the progress notes arrive", func() bool { return len(heard()) >= tt.want })
+			time.Sleep(300 * time.Millisecond) // waiting for a note that must not come
+			notes := heard()
+			if len(notes) != tt.want {
+				t.Fatalf("%d progress notes, want %d: %+v", len(notes), tt.want, notes)
+			}
+			for _, p := range notes {
+				if p.ProgressToken != tt.token || p.Progress != 5 || p.Total != 60 || p.Message != "fake_sleep has run for 5 s (timeout 60 s)" {
+					t.Errorf("note %+v, want token %v, progress 5 of 60 and a message saying so", p, tt.token)
+				}
+			}
+		})
+	}
+}
+
+// Arguments of the wrong type, for every tool wraptool serves itself, are
+// answered in the tool's words: what the property must be, or what the
+// whole arguments must be, never the Go decoder's message.
+func TestToolErrorsNeverSpeakOfGoTypes(t *testing.T) {
+	t.Parallel()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	st := fakeState(t, dir, fakeRules()...)
+	st.RequestLog = filepath.Join(dir, "requests.jsonl")
+	current := func() *State { return st }
+	wrapped := NewHandler("fake", []string{"report"}, current, context.Background(), discard)
+	request := NewRequestHandler((&fakeSubmitter{out: requests.Submitted{ID: "req_0123abcd"}}).submit, nil, discard)
+	tests := []struct {
+		name    string
+		handler mcp.ToolHandler
+		tool    string
+		args    string
+		want    string
+	}{
+		{"the request tool's subcommand as a string", request, policy.RequestTool,
+			`{"tool":"git","subcommand":"push","rationale":"r"}`, "The request was not recorded: subcommand must be an array of strings."},
+		{"the request tool's flags as a string", request, policy.RequestTool,
+			`{"tool":"git","subcommand":["push"],"flags":"--force","rationale":"r"}`, "flags must be an array of strings"},
+		{"the request tool's tool as a number", request, policy.RequestTool,
+			`{"tool":7,"subcommand":["push"],"rationale":"r"}`, "tool must be a string"},
+		{"the request tool's call_id as a number", request, policy.RequestTool, `{"call_id":7,"rationale":"r"}`, "call_id must be a string"},
+		{"the request tool's rationale as an object", request, policy.RequestTool,
+			`{"tool":"git","subcommand":["push"],"rationale":{"why":"x"}}`, "rationale must be a string"},
+		{"the request tool's enables as a boolean", request, policy.RequestTool,
+			`{"tool":"git","subcommand":["push"],"rationale":"r","enables":true}`, "enables must be a string"},
+		{"the request tool's wait_seconds as an array", request, policy.RequestTool,
+			`{"tool":"git","subcommand":["push"],"rationale":"r","wait_seconds":[5]}`, "wait_seconds must be an integer from 0 to 300"},
+		{"the request tool's arguments as an array", request, policy.RequestTool, `[1]`, "the arguments must be an object"},
+		{"the status tool's id as a number", NewStatusHandler(current), StatusTool, `{"id":5}`,
+			"wraptool_request_status takes an optional id (a string) and nothing else."},
+		{"the status tool's arguments as an array", NewStatusHandler(current), StatusTool, `["req_0123abcd"]`,
+			"wraptool_request_status takes an optional id (a string) and nothing else."},
+		{"the discover tool's tool as an array", NewDiscoverHandler(current), DiscoverTool, `{"tool":["fake"]}`,
+			"wraptool_discover takes an optional tool (a string) and nothing else."},
+		{"a wrapped tool's arguments as an array", wrapped, "fake_report", `["--force"]`,
+			"DENIED: the arguments must be a JSON object of named parameters (got an array)."},
+		{"a wrapped tool's arguments as a string", wrapped, "fake_report", `"--force"`,
+			"DENIED: the arguments must be a JSON object of named parameters (got a string)."},
+		{"a wrapped tool's args as a string", wrapped, "fake_report", `{"args":"origin"}`, "value of 'args' must be an array of strings"},
+		{"a wrapped tool's integer flag as a word", wrapped, "fake_report", `{"depth":"deep"}`, "value of '--depth' must be an integer"},
+		{"a wrapped tool's switch as a word", wrapped, "fake_report", `{"force":"yes"}`, "value of '--force' must be true or false"},
+		{"a wrapped tool's cwd as a number", wrapped, "fake_report", `{"cwd":5}`, "cwd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := tt.handler(context.Background(), &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+				Name: tt.tool, Arguments: json.RawMessage(tt.args)}})
+			if err != nil {
+				t.Fatalf("handler error %v; bad input must be a tool error", err)
+			}
+			text := toolsettest.ResultText(t, res)
+			if !res.IsError || !strings.Contains(text, tt.want) {
+				t.Errorf("isError %v, text %q; want an error containing %q", res.IsError, text, tt.want)
+			}
+			if goInternal(text) {
+				t.Errorf("text %q speaks of Go's decoder", text)
+			}
+		})
+	}
 }

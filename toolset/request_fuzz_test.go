@@ -2,6 +2,7 @@ package toolset
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,8 @@ import (
 // send. Whatever it is, the parser does not panic, and what it accepts is
 // in bounds: a wait of 0 to MaxWaitSeconds whole seconds, a call_id or a
 // tool (never both), a non-empty rationale of at most 4 KiB without
-// control characters, and flags spelled -X or --name.
+// control characters, and flags spelled -X or --name. What it refuses, it
+// refuses in the tool's words: no error speaks of Go's JSON decoder.
 func FuzzParseRequest(f *testing.F) {
 	for _, seed := range []string{
 		requestJSON(nil),
@@ -21,7 +23,8 @@ func FuzzParseRequest(f *testing.F) {
 		requestJSON(map[string]any{"wait_seconds": "60"}),
 		requestJSON(map[string]any{"wait_seconds": "0300"}),
 		requestJSON(map[string]any{"wait_seconds": 301}),
-		requestJSON(map[string]any{"wait_seconds": -0.0}),
+		requestJSON(map[string]any{"wait_seconds": math.Copysign(0, -1)}), // JSON -0
+		`{"tool":"git","subcommand":[],"rationale":"r","wait_seconds":-0.0}`,
 		requestJSON(map[string]any{"wait_seconds": 1e2}),
 		requestJSON(map[string]any{"wait_seconds": "99999999999999999999"}),
 		requestJSON(map[string]any{"wait_seconds": nil}),
@@ -30,6 +33,8 @@ func FuzzParseRequest(f *testing.F) {
 		`{"tool":"git","subcommand":["push"],"flags":["-rf"],"rationale":"x\u001b[2J"}`,
 		`{"tool":"git","subcommand":[],"rationale":"r","wait_seconds":" 5"}`,
 		`[]`, `null`, `{"rationale":""}`,
+		`{"tool":"git","subcommand":"push","rationale":"r"}`,
+		`{"tool":1,"flags":[1],"call_id":{},"rationale":[],"enables":false}`,
 	} {
 		f.Add(seed)
 	}
@@ -38,6 +43,9 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil {
 			if err.Error() == "" {
 				t.Errorf("an error with no text for %q", raw)
+			}
+			if goInternal(err.Error()) {
+				t.Errorf("error %q for %q speaks of Go's decoder, not of the tool's input", err, raw)
 			}
 			return
 		}

@@ -72,7 +72,7 @@ func (u *UI) serveAPI(w http.ResponseWriter, r *http.Request, s site, kind hostK
 
 // unauthorized answers an API call without valid credentials.
 func unauthorized(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("WWW-Authenticate", httpguard.Challenge)
+	w.Header().Set("WWW-Authenticate", httpguard.ChallengeFor(r))
 	refuse(w, r, true, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <admin token>")
 }
 

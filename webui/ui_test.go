@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/webui/httpguard"
 )
 
 func TestHostLabelIsTheFirst16HexDigitsOfTheTokensHash(t *testing.T) {
@@ -46,6 +48,7 @@ func TestEveryRouteChecksHostMethodAndCredentials(t *testing.T) {
 		wantBody   string // a substring
 		wantJSON   bool   // the body is {"error": …}
 		wantChalng bool   // WWW-Authenticate is set
+		challenge  string // when set, WWW-Authenticate exactly
 	}{
 		{name: "a foreign Host is refused before anything else", call: call{host: "evil.example:8718", target: "/"}, want: 403},
 		{name: "a rebound *.localhost name is foreign", call: call{host: "w-0000000000000000.localhost:8718", target: "/"}, want: 403},
@@ -73,9 +76,9 @@ func TestEveryRouteChecksHostMethodAndCredentials(t *testing.T) {
 		{name: "an unknown static file is 404", call: call{target: "/static/nope.css"}, want: 404},
 		{name: "the static folder is not listed", call: call{target: "/static/"}, want: 404},
 		{name: "the API without credentials is 401 with a challenge", call: call{host: "localhost:8718", target: "/api/requests"},
-			want: 401, wantJSON: true, wantChalng: true},
+			want: 401, wantJSON: true, wantChalng: true, challenge: httpguard.Challenge},
 		{name: "the API refuses the MCP token as a wrong token", call: call{host: "127.0.0.1:8718", target: "/api/requests", header: bearer(mcpToken)},
-			want: 401, wantJSON: true, wantChalng: true},
+			want: 401, wantJSON: true, wantChalng: true, challenge: httpguard.InvalidTokenChallenge},
 		{name: "the API refuses a Basic header", call: call{host: "127.0.0.1:8718", target: "/api/requests",
 			header: map[string]string{"Authorization": "Basic " + adminToken}}, want: 401, wantJSON: true},
 		{name: "the API takes the admin token on 127.0.0.1", call: call{host: "127.0.0.1:8718", target: "/api/requests", header: bearer(adminToken)},
@@ -118,6 +121,9 @@ func TestEveryRouteChecksHostMethodAndCredentials(t *testing.T) {
 			}
 			if got := w.Header().Get("WWW-Authenticate"); tt.wantChalng && !strings.HasPrefix(got, "Bearer") {
 				t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", got)
+			}
+			if got := w.Header().Get("WWW-Authenticate"); tt.challenge != "" && got != tt.challenge {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.challenge)
 			}
 			if tt.want == 403 && strings.Contains(w.Body.String(), HostLabel(adminToken)) {
 				t.Errorf("a refusal names the UI host: %s", w.Body)

@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
+	"strings"
 
 	oklogrun "github.com/oklog/run"
 	"github.com/peterbourgon/ff/v4"
@@ -110,7 +112,7 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 
 	// Print.
 	c := l.Config
-	setup := clientSetup{URL: s.hub.URL(), Token: l.MCPToken}
+	setup := clientSetup{URL: s.hub.URL(), Token: l.MCPToken, ConfigPath: path}
 	if c.MCP.Transport == "unix" {
 		setup.Socket = c.MCP.Listen
 	}
@@ -160,6 +162,9 @@ type clientSetup struct {
 	// AdminURL is the review UI's address (its own host name); "" without
 	// admin.listen.
 	AdminURL string
+	// ConfigPath is the served config, absolute: a stdio client's entry
+	// runs `wraptool --config <it> connect`.
+	ConfigPath string
 }
 
 // printClientSetup prints ready-to-paste client configuration for the
@@ -172,9 +177,9 @@ func (a *app) printClientSetup(setup clientSetup) error {
 			"(sign in there with the admin token, or open %s?token=<the admin token>)\n", setup.AdminURL, setup.AdminURL)
 	}
 	if socket != "" {
-		_, err := fmt.Fprintf(w, "wraptool is serving MCP on the unix socket %s (mode 0600).\n"+
-			"Point a client that speaks MCP over HTTP on a unix socket at http://localhost/mcp or /sse there.\n", socket)
-		return err
+		fmt.Fprintf(w, "wraptool is serving MCP on the unix socket %s (mode 0600).\n"+
+			"Point a client that speaks MCP over HTTP on a unix socket at http://localhost/mcp or /sse there.\n\n", socket)
+		return a.printStdioEntry(setup.ConfigPath)
 	}
 	header := ""
 	if token != "" {
@@ -198,7 +203,64 @@ func (a *app) printClientSetup(setup clientSetup) error {
 			return err
 		}
 	}
-	return nil
+	return a.printStdioEntry(setup.ConfigPath)
+}
+
+// printStdioEntry prints the entry of a client that can only start a
+// command (CONTRACT §14): `wraptool --config <abs> connect`, which holds no
+// token in the client's config.
+func (a *app) printStdioEntry(configPath string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find wraptool's own path for the stdio entry: %w", err)
+	}
+	command, note := stdioCommand(exe, a.getenv)
+	title := "Clients that start a command (stdio: desktop apps, IDE plug-ins):"
+	if note != "" {
+		title += "\n" + note
+	}
+	return printJSON(a.stdout, title, map[string]any{"mcpServers": map[string]any{"wraptool": map[string]any{
+		"command": command, "args": []string{"--config", configPath, "connect"},
+	}}})
+}
+
+// stdioCommand is the command a stdio client's entry starts: the running
+// binary, unless `go run` built it in a temporary folder that is gone once
+// it exits; then the wraptool `go install ./cmd/wraptool` puts in $GOBIN
+// (else the first $GOPATH's bin, else ~/go/bin), with a note saying to run
+// that install first.
+func stdioCommand(exe string, getenv func(string) string) (command, note string) {
+	if !builtByGoRun(exe, getenv) {
+		return exe, ""
+	}
+	bin := getenv("GOBIN")
+	if bin == "" {
+		if gopath := filepath.SplitList(getenv("GOPATH")); len(gopath) > 0 && gopath[0] != "" {
+			bin = filepath.Join(gopath[0], "bin")
+		} else {
+			bin = filepath.Join(getenv("HOME"), "go", "bin")
+		}
+	}
+	return filepath.Join(bin, "wraptool"),
+		"(this wraptool was built by `go run` in a temporary folder; run `go install ./cmd/wraptool` first, so the command below exists)"
+}
+
+// builtByGoRun reports whether exe sits in a go-build folder under the
+// temporary directory ($GOTMPDIR, else $TMPDIR, else /tmp).
+func builtByGoRun(exe string, getenv func(string) string) bool {
+	var tmp []string
+	for _, v := range []string{getenv("GOTMPDIR"), getenv("TMPDIR"), os.TempDir(), "/tmp"} {
+		if v != "" {
+			tmp = append(tmp, filepath.Clean(v))
+		}
+	}
+	for _, dir := range tmp {
+		rel, err := filepath.Rel(dir, exe)
+		if err == nil && !strings.HasPrefix(rel, "..") && strings.HasPrefix(rel, "go-build") {
+			return true
+		}
+	}
+	return false
 }
 
 func printJSON(w io.Writer, title string, v any) error {

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,11 +37,31 @@ const (
 	// DefaultBodyTimeout frees a connection whose client declares a body
 	// and then stalls.
 	DefaultBodyTimeout = 30 * time.Second
-	// Challenge is the WWW-Authenticate value of a 401, telling a client
-	// which credentials to send; a handler that answers its own 401s (the
-	// admin API) sends it too, so both surfaces challenge alike.
+	// Challenge is the WWW-Authenticate value of a 401 to a request that
+	// sent no credentials, telling a client which ones to send; a handler
+	// that answers its own 401s (the admin API) sends it too, so both
+	// surfaces challenge alike. RFC 6750 §3.1: a request that lacks any
+	// authentication information gets no error code.
 	Challenge = `Bearer realm="wraptool"`
+	// InvalidTokenChallenge is the WWW-Authenticate value of a 401 to a
+	// request that sent an Authorization header that is not accepted: the
+	// same challenge (a client parsing Challenge still finds its scheme and
+	// realm first) with RFC 6750's error="invalid_token" and a description.
+	// OAuth clients such as mcp-remote read these parameters; without them
+	// a wrong token looks like a server that wants an OAuth sign-in.
+	InvalidTokenChallenge = Challenge + `, error="invalid_token", error_description="the bearer token does not match this server's token file"`
 )
+
+// ChallengeFor is the WWW-Authenticate value of a 401 to r:
+// InvalidTokenChallenge when r sent an Authorization header (whatever its
+// scheme: a credential was offered and refused), Challenge when it sent
+// none.
+func ChallengeFor(r *http.Request) string {
+	if r.Header.Get("Authorization") != "" {
+		return InvalidTokenChallenge
+	}
+	return Challenge
+}
 
 // Options configure a Guard. A nil *Options, or a zero field, means the
 // default that field documents.
@@ -108,11 +129,38 @@ func New(o *Options) *Guard {
 
 // Wrap guards next with every check, cheapest first, in this fixed
 // order: the DNS-rebinding check (403), the bearer token (401 with
-// Challenge), then the body (413 too large, 408 too slow, 400 broken). So a
-// client with neither the name nor the token never makes the server read a
+// ChallengeFor), then the body (413 too large, 408 too slow, 400 broken). So
+// a client with neither the name nor the token never makes the server read a
 // byte of its body.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return g.CheckHost(g.checkToken(g.ReadBody(next)))
+}
+
+// Methods describes the methods a guarded route serves: for r it reports
+// whether the route serves r (its method, and anything else the route
+// needs to tell, such as a query parameter), and the Allow header's value
+// to send when it does not.
+type Methods func(r *http.Request) (serves bool, allow string)
+
+// WrapMethods is Wrap with a method check between the DNS-rebinding check
+// and the token: a request the route does not serve gets 405 with the
+// Allow header methods gives, at once, without its body being read. The
+// 405 comes before the 401 because it tells nothing a client could not
+// read in the MCP specification (which methods an endpoint takes) and
+// nothing about the token, while a 401 in its place would send a client
+// that probes for a transport (mcp-remote POSTs to /sse first and falls
+// back to legacy SSE only on 404 or 405) into an OAuth sign-in instead of
+// its fallback.
+func (g *Guard) WrapMethods(methods Methods, next http.Handler) http.Handler {
+	inner := g.checkToken(g.ReadBody(next))
+	return g.CheckHost(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ok, allow := methods(r); !ok {
+			w.Header().Set("Allow", allow)
+			Refuse(w, r, http.StatusMethodNotAllowed, "method not allowed: this endpoint serves "+allow)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
 }
 
 // CheckHost is Wrap's first step alone: it refuses with 403 a request whose
@@ -152,7 +200,7 @@ func (g *Guard) originAllowed(origin string) bool {
 func (g *Guard) checkToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tok := g.token(); tok != "" && !g.accepted(r.Header.Get("Authorization"), tok) {
-			w.Header().Set("WWW-Authenticate", Challenge)
+			w.Header().Set("WWW-Authenticate", ChallengeFor(r))
 			Refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token>")
 			return
 		}
@@ -268,6 +316,24 @@ func Refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
 		http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 	http.Error(w, msg, status)
+}
+
+// RefuseJSON is Refuse with a JSON body: v encoded, Content-Type
+// application/json. It too closes the connection without reading r's body.
+func RefuseJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		Refuse(w, r, http.StatusInternalServerError, "cannot encode the answer")
+		return
+	}
+	w.Header().Set("Connection", "close")
+	if hasBody(r) {
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
 }
 
 // LoopbackHosts lists, for Options.Hosts, the Host values under which a

@@ -174,9 +174,14 @@ func TestWrap(t *testing.T) {
 			if res.Close != refused { // the client moves Connection: close here
 				t.Errorf("Connection: close is %v, want %v", res.Close, refused)
 			}
+			// RFC 6750 §3.1: a request without credentials gets the bare
+			// challenge, one with refused credentials error="invalid_token".
 			wantChallenge := ""
-			if tt.wantStatus == 401 {
+			switch {
+			case tt.wantStatus == 401 && tt.req.auth == "":
 				wantChallenge = Challenge
+			case tt.wantStatus == 401:
+				wantChallenge = InvalidTokenChallenge
 			}
 			if got := res.Header.Get("WWW-Authenticate"); got != wantChallenge {
 				t.Errorf("WWW-Authenticate = %q, want %q", got, wantChallenge)
@@ -394,12 +399,127 @@ func TestWrapRefusesInOrderWithoutWaitingForTheBody(t *testing.T) {
 			if !res.Close { // ReadResponse moves Connection: close here
 				t.Errorf("the response does not say Connection: close; header %v", res.Header)
 			}
-			if got := res.Header.Get("WWW-Authenticate"); tt.wantStatus == 401 && got != Challenge {
-				t.Errorf("WWW-Authenticate = %q, want %q", got, Challenge)
+			wantChallenge := Challenge
+			if strings.Contains(tt.head, "Authorization:") {
+				wantChallenge = InvalidTokenChallenge
+			}
+			if got := res.Header.Get("WWW-Authenticate"); tt.wantStatus == 401 && got != wantChallenge {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, wantChallenge)
 			}
 			expectClosed(t, br, c)
 		})
 	}
+}
+
+// The challenge keeps the bare Bearer challenge's form (scheme and realm
+// first, so a client that parsed it before still does) and adds RFC 6750's
+// error parameters only when a credential was sent: a wrong token is told
+// apart from a missing one, which mcp-remote and other OAuth-aware clients
+// read from the header.
+func TestChallengeFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, auth, want string
+	}{
+		{"a request without Authorization gets the bare challenge", "", `Bearer realm="wraptool"`},
+		{"a wrong bearer token gets invalid_token with a description", "Bearer wrong",
+			`Bearer realm="wraptool", error="invalid_token", error_description="the bearer token does not match this server's token file"`},
+		{"a credential under another scheme gets invalid_token too", "Basic dXNlcjpwYXNz",
+			`Bearer realm="wraptool", error="invalid_token", error_description="the bearer token does not match this server's token file"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			if tt.auth != "" {
+				r.Header.Set("Authorization", tt.auth)
+			}
+			if got := ChallengeFor(r); got != tt.want {
+				t.Errorf("ChallengeFor = %q, want %q", got, tt.want)
+			}
+			if !strings.HasPrefix(ChallengeFor(r), Challenge) {
+				t.Errorf("ChallengeFor = %q, want it to begin with %q", ChallengeFor(r), Challenge)
+			}
+		})
+	}
+}
+
+// WrapMethods answers a method the route does not serve with 405 and its
+// Allow header, after the DNS-rebinding check and before the token (CONTRACT
+// §9: 403, 405, 401, 413), at once and without reading the body.
+func TestWrapMethodsRefusesInOrder(t *testing.T) {
+	t.Parallel()
+	// The route of legacy SSE: GET, or POST to a session's message endpoint.
+	sse := func(r *http.Request) (bool, string) {
+		return r.Method == http.MethodGet || r.Method == http.MethodPost && r.URL.Query().Get("sessionid") != "", "GET"
+	}
+	addr := startRaw(t, func(hosts []string) http.Handler {
+		g := New(&Options{Hosts: hosts, Token: func() string { return "secret-token" }})
+		return g.Deadline(g.WrapMethods(sse, echo))
+	})
+	head := func(method, target string, lines ...string) string {
+		return strings.Replace(rawHead(addr, lines...), "POST / ", method+" "+target+" ", 1)
+	}
+	tests := []struct {
+		name       string
+		head       string
+		wantStatus int
+		wantAllow  string
+	}{
+		{"a POST without a session and without a token gets 405 with Allow: GET",
+			head("POST", "/sse", "Content-Length: 100"), 405, "GET"},
+		{"a POST without a session and with a wrong token gets 405",
+			head("POST", "/sse", "Content-Length: 100", "Authorization: Bearer wrong"), 405, "GET"},
+		{"a DELETE gets 405", head("DELETE", "/sse", "Authorization: Bearer secret-token"), 405, "GET"},
+		{"a foreign Host comes first: 403, not 405",
+			head("POST", "/sse", "Host: evil.example", "Content-Length: 100"), 403, ""},
+		{"a POST to a session's endpoint without a token gets 401",
+			head("POST", "/sse?sessionid=abc", "Content-Length: 100"), 401, ""},
+		{"a POST to a session's endpoint with the token and a huge body gets 413",
+			head("POST", "/sse?sessionid=abc", fmt.Sprintf("Content-Length: %d", DefaultMaxBodyBytes+1), "Authorization: Bearer secret-token"), 413, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, body, br, c := rawExchange(t, addr, tt.head)
+			if res.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %q", res.StatusCode, tt.wantStatus, body)
+			}
+			if got := res.Header.Get("Allow"); got != tt.wantAllow {
+				t.Errorf("Allow = %q, want %q", got, tt.wantAllow)
+			}
+			if !res.Close {
+				t.Errorf("the response does not say Connection: close; header %v", res.Header)
+			}
+			expectClosed(t, br, c)
+		})
+	}
+	t.Run("a served method reaches the handler", func(t *testing.T) {
+		t.Parallel()
+		res, body, _, _ := rawExchange(t, addr, head("GET", "/sse", "Authorization: Bearer secret-token"))
+		if res.StatusCode != 200 {
+			t.Fatalf("status = %d, want 200; body %q", res.StatusCode, body)
+		}
+	})
+}
+
+// RefuseJSON answers with the JSON body and closes the connection without
+// waiting for a body that never comes.
+func TestRefuseJSON(t *testing.T) {
+	t.Parallel()
+	addr := startRaw(t, func([]string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			RefuseJSON(w, r, http.StatusNotFound, map[string]string{"error": "not_supported"})
+		})
+	})
+	res, body, br, c := rawExchange(t, addr, rawHead(addr, "Content-Length: 100"))
+	if res.StatusCode != 404 || body != "{\"error\":\"not_supported\"}\n" {
+		t.Fatalf("status %d, body %q; want 404 and the JSON", res.StatusCode, body)
+	}
+	if got := res.Header.Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", got)
+	}
+	expectClosed(t, br, c)
 }
 
 // A body that stalls is dropped after BodyTimeout, whether a guarded

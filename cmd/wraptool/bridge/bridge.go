@@ -1,0 +1,612 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options, and the fixed bounds of the bridge.
+const (
+	// StartTimeout is how long Run waits for a server that does not answer
+	// yet (one still starting) before it gives up (CONTRACT §14).
+	StartTimeout = 5 * time.Second
+	// RetryInterval is the longest pause between two attempts to reach a
+	// server that went away; attempts start at a tenth of it. A restarted
+	// server gets its new session within this (plus the replay) of
+	// answering again, well inside the contract's 5 s.
+	RetryInterval = time.Second
+	// MaxEventBytes bounds one message from the server (an SSE event or a
+	// JSON answer): a wrapped tool's result holds at most 1 MiB per stream,
+	// an upstream's message at most 16 MiB; a larger one is dropped.
+	MaxEventBytes = 32 << 20
+
+	// callSettle is how long the next message waits behind a request that
+	// has been written but not answered yet: the server publishes a request
+	// right after reading its body, and tells nothing until its answer
+	// begins (see the package comment). Only a request slower than this
+	// holds the next message up, by this much.
+	callSettle = 10 * time.Millisecond
+	// postTimeout bounds posting a notification or a response, which the
+	// server answers with 202 at once.
+	postTimeout = 30 * time.Second
+	// replayTimeout bounds the replayed initialize and initialized.
+	replayTimeout = 30 * time.Second
+	// dialTimeout bounds one attempt to reach the server.
+	dialTimeout = 2 * time.Second
+	// deleteTimeout bounds the DELETE that ends the session.
+	deleteTimeout = 5 * time.Second
+	// replayID is the id of the replayed initialize, never one of the
+	// client's (its answer is the bridge's own and is not passed on).
+	replayID = `"wraptool-connect-replay"`
+)
+
+// Options configure Run. Address, URL and Dial are required.
+type Options struct {
+	// Address names the server in messages: "127.0.0.1:8717" or the socket
+	// path.
+	Address string
+	// URL is the Streamable HTTP endpoint, "http://127.0.0.1:8717/mcp" (for
+	// a unix socket the host is only the Host header, "localhost").
+	URL string
+	// Dial opens a connection to the server's listener. It must check who
+	// listens (Owner.Check) before it returns: nothing is written on a
+	// connection before Dial returns it. An error wrapping ErrForeignOwner
+	// stops the bridge at once; any other error is a server not answering
+	// (yet).
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Token returns the bearer token, read afresh for every new session
+	// and when the server refuses the one in use (a rotated token file);
+	// nil, or "", sends none.
+	Token func() (string, error)
+	// Stdin and Stdout are the client's pipe.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Log receives the bridge's log; nil discards it.
+	Log *slog.Logger
+	// MaxMessageBytes is the largest message the client may send, the
+	// server's request body limit; zero means 4 MiB.
+	MaxMessageBytes int
+	// StartTimeout is how long to wait for the server at start; zero means
+	// StartTimeout.
+	StartTimeout time.Duration
+	// RetryInterval is the longest pause between attempts to reach a server
+	// that went away; zero means RetryInterval.
+	RetryInterval time.Duration
+}
+
+// Run bridges o.Stdin and o.Stdout to the server until stdin ends or ctx is
+// done, then ends the session (HTTP DELETE) and returns nil. It returns an
+// error wrapping ErrNoServer when no server answered within the start
+// timeout (even if stdin ended meanwhile), ErrForeignOwner when the listener
+// belongs to another user, ErrUnauthorized when the server refuses the
+// token, and ErrRefused when a restarted server refuses the client's
+// initialize; requests still in flight then get a JSON-RPC error first.
+//
+// Run starts a goroutine that reads stdin; it ends at the end of stdin or
+// at its first read after Run returned, so a stdin that never ends keeps
+// it blocked in Read (the process is exiting then).
+func Run(ctx context.Context, o Options) error {
+	b := newBridge(o)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// lines: buffer 4; the reader sends, the manager receives. A busy
+	// manager (posting, waiting for a restarted server) holds the reader
+	// back, and with it the client's writes: nothing is dropped and at most
+	// five lines are held.
+	lines := make(chan message, 4)
+	go b.read(ctx, lines)
+	defer b.client.CloseIdleConnections()
+	return b.run(ctx, lines)
+}
+
+// bridge is one Run. The fields below the line are the manager's alone.
+type bridge struct {
+	o      Options
+	log    *slog.Logger
+	client *http.Client
+	out    *output
+	// events: buffer 16; the goroutines serving a session send (report),
+	// the manager receives. A sender also gives up when its session's
+	// context ends, so none is left blocked once the manager moved on.
+	events chan event
+
+	// sess is the session in use: before the client's initialize, a
+	// session with no id (generation 0); nil while the server is away.
+	sess *session
+	gen  int
+	// initMsg is the client's initialize (set once the server accepted it),
+	// replayed on a restart; initialized is set once the client sent
+	// notifications/initialized.
+	initMsg     []byte
+	initialized bool
+	token       string
+	// lines are the client's messages; nil until the server answered
+	// once, so they wait for it rather than being refused.
+	lines <-chan message
+}
+
+// session is one server session, immutable once made; its goroutines hold
+// it, and end with its context.
+type session struct {
+	gen      int
+	id       string // Mcp-Session-Id; "" before initialize
+	protocol string // the negotiated protocol version, for MCP-Protocol-Version
+	token    string
+	ctx      context.Context
+	cancel   context.CancelFunc
+	listen   *sync.Once // starts the GET stream once
+}
+
+// event is what a session's goroutine reports to the manager.
+type event struct {
+	gen  int
+	kind eventKind
+	err  error
+}
+
+type eventKind int
+
+const (
+	eventLost         eventKind = iota // the server does not answer
+	eventMissing                       // the server answered 404 for the session
+	eventUnauthorized                  // the server refused the token
+	eventFatal                         // stop the bridge with err
+)
+
+func newBridge(o Options) *bridge {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = 4 << 20
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = StartTimeout
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = RetryInterval
+	}
+	log := o.Log
+	transport := &http.Transport{
+		// No proxy, whatever the environment says: the token goes to the
+		// checked listener and nowhere else.
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return o.Dial(ctx)
+		},
+		// Each request in flight holds a connection; keep enough idle ones
+		// that a busy client does not pay a dial and an owner check per call.
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &bridge{o: o, log: log, client: &http.Client{Transport: transport}, out: newOutput(o.Stdout, log),
+		events: make(chan event, 16)}
+}
+
+// read hands each line of stdin to the manager, classified, and closes
+// lines at the end of stdin.
+func (b *bridge) read(ctx context.Context, lines chan<- message) {
+	defer close(lines)
+	lr := newLineReader(b.o.Stdin, b.o.MaxMessageBytes)
+	for {
+		line, size, tooLong, err := lr.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				b.log.Debug("stdin ended", "error", err)
+			}
+			return
+		}
+		var m message
+		switch {
+		case tooLong:
+			m = peekMessage(line, size)
+		case len(trimSpace(line)) == 0:
+			continue // a blank line is no message
+		default:
+			m = parseMessage(line)
+		}
+		select {
+		case lines <- m:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
+
+// errStdinClosed ends the bridge cleanly from inside a wait.
+var errStdinClosed = errors.New("stdin closed")
+
+// run is the manager: it reaches the server, then takes the client's
+// messages and the sessions' reports in turn until stdin ends.
+func (b *bridge) run(ctx context.Context, lines <-chan message) error {
+	// Until the server answered once, stdin is not read: the client's
+	// initialize must wait for the server, not be refused.
+	if err := b.await(ctx, time.Now().Add(b.o.StartTimeout)); err != nil {
+		return err
+	}
+	b.lines = lines
+	tok, err := b.readToken()
+	if err != nil {
+		return err
+	}
+	b.token = tok
+	b.sess = b.newSession(ctx, "", "", tok)
+	b.log.Info("bridging stdio to the wraptool server", "address", b.o.Address)
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			b.end()
+			return nil
+		case m, ok := <-lines:
+			if !ok {
+				b.log.Debug("stdin closed")
+				b.end()
+				return nil
+			}
+			err = b.handle(ctx, m)
+		case e := <-b.events:
+			err = b.onEvent(ctx, e)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, errStdinClosed):
+			return nil
+		case ctx.Err() != nil:
+			b.end()
+			return nil
+		default:
+			return b.fatal(err)
+		}
+	}
+}
+
+// newSession makes the next session generation.
+func (b *bridge) newSession(ctx context.Context, id, protocol, token string) *session {
+	s := &session{gen: b.gen, id: id, protocol: protocol, token: token, listen: new(sync.Once)}
+	b.gen++
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	return s
+}
+
+// readToken reads the token through Options.Token.
+func (b *bridge) readToken() (string, error) {
+	if b.o.Token == nil {
+		return "", nil
+	}
+	return b.o.Token()
+}
+
+// await waits until a connection to the server can be made (and passes the
+// owner check), trying at growing intervals up to the retry interval. With
+// a deadline it gives up then (ErrNoServer). Once stdin is being read (not
+// at start), the client's messages meanwhile are answered at once: requests
+// with an error, the rest dropped; the end of stdin returns errStdinClosed.
+func (b *bridge) await(ctx context.Context, deadline time.Time) error {
+	lines := b.lines
+	first := b.o.RetryInterval / 10
+	delay := time.Duration(0)
+	if lines != nil {
+		delay = first // a restart: the server just went away
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	logged := false
+	for {
+		select {
+		case <-ctx.Done():
+			if lines == nil {
+				return fmt.Errorf("%w at %s: stopped before it answered", ErrNoServer, b.o.Address)
+			}
+			return ctx.Err()
+		case m, ok := <-lines:
+			if !ok {
+				return errStdinClosed
+			}
+			b.refuse(m)
+			continue
+		case <-timer.C:
+		}
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		conn, err := b.o.Dial(dctx)
+		cancel()
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if errors.Is(err, ErrForeignOwner) {
+			return fmt.Errorf("refusing %s: %w; nothing was sent", b.o.Address, err)
+		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return fmt.Errorf("%w at %s (waited %v): %v", ErrNoServer, b.o.Address, b.o.StartTimeout, err)
+		}
+		if !logged {
+			b.log.Info("waiting for the wraptool server", "address", b.o.Address, "error", err)
+			logged = true
+		} else {
+			b.log.Debug("the wraptool server does not answer yet", "address", b.o.Address, "error", err)
+		}
+		delay = min(max(delay*2, first), b.o.RetryInterval)
+		if !deadline.IsZero() {
+			delay = max(min(delay, time.Until(deadline)), 0)
+		}
+		timer.Reset(delay)
+	}
+}
+
+// refuse answers a message that arrives while no server answers.
+func (b *bridge) refuse(m message) {
+	switch {
+	case b.malformed(m):
+	case m.kind == kindRequest:
+		b.out.reply(m.id, codeLost, fmt.Sprintf("wraptool connect: the wraptool server at %s does not answer (restarting?); try again shortly", b.o.Address))
+	default:
+		b.log.Warn("dropped a message while the server does not answer", "method", m.method, "address", b.o.Address)
+	}
+}
+
+// malformed answers a line that cannot go to the server, and reports
+// whether it was one: a line that is not one JSON-RPC message, or one over
+// the server's size limit (a request is answered, anything else dropped
+// with a log line: nothing could answer it).
+func (b *bridge) malformed(m message) bool {
+	switch {
+	case m.kind == kindInvalid && !m.tooLong:
+		b.out.reply(m.id, m.code, m.why)
+	case m.tooLong:
+		msg := fmt.Sprintf("wraptool connect: the message is %d bytes; the wraptool server takes at most %d", m.size, b.o.MaxMessageBytes)
+		switch m.kind {
+		case kindRequest:
+			b.out.reply(m.id, codeInvalidRequest, "Invalid Request: "+msg)
+		case kindInvalid:
+			b.out.reply(nil, codeParse, "Parse error: the line is not a JSON object; "+msg)
+		default:
+			b.log.Warn("dropped a message over the size limit", "bytes", m.size, "limit", b.o.MaxMessageBytes, "method", m.method)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// handle passes one message of the client's on.
+func (b *bridge) handle(ctx context.Context, m message) error {
+	switch {
+	case b.malformed(m):
+		return nil
+	case b.sess == nil:
+		b.refuse(m)
+		return nil
+	case m.kind == kindRequest && m.method == "initialize" && b.initMsg == nil:
+		return b.initialize(ctx, m)
+	case m.kind == kindRequest:
+		b.call(m)
+		return nil
+	case m.kind == kindResponse:
+		// Only an answer to a question of this session's goes: one to a
+		// server that has since restarted would reach a stranger (the new
+		// server may use the same id for another question).
+		if current, ok := b.out.answered(m.key, b.sess.gen); !ok || !current {
+			b.log.Info("dropped the client's answer to a request the server's session no longer has", "id", string(m.id))
+			return nil
+		}
+	case m.method == "notifications/cancelled":
+		// The client expects no answer to what it cancelled.
+		var p struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(m.raw, &p) == nil {
+			if key, ok := idKey(p.Params.RequestID); ok {
+				b.out.untrack(key)
+			}
+		}
+	}
+	return b.send(ctx, m)
+}
+
+// send posts a notification or a response and waits for its 202, so the
+// server has it before the next message goes.
+func (b *bridge) send(ctx context.Context, m message) error {
+	s := b.sess
+	pctx, cancel := context.WithTimeout(s.ctx, postTimeout)
+	defer cancel()
+	resp, err := b.do(pctx, http.MethodPost, s, m.raw, messageHeaders(m, s))
+	if err != nil {
+		b.log.Warn("could not pass a message to the server", "method", m.method, "error", err)
+		return b.onEvent(ctx, transportEvent(s, err))
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	drain(resp)
+	if e, ok := statusEvent(s, resp, body); ok {
+		b.log.Warn("the server refused a message", "method", m.method, "status", resp.Status)
+		return b.onEvent(ctx, e)
+	}
+	if resp.StatusCode/100 != 2 {
+		b.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "answer", excerpt(body))
+	}
+	if m.method == "notifications/initialized" && resp.StatusCode/100 == 2 {
+		b.initialized = true
+		b.startListening(s)
+	}
+	return nil
+}
+
+// call posts a request; its answer is read by a goroutine of its own,
+// and the next message waits only until the request is out (see
+// callSettle).
+func (b *bridge) call(m message) {
+	s := b.sess
+	b.out.track(m.key, m.id)
+	sent := make(chan struct{})
+	var once sync.Once
+	markSent := func() { once.Do(func() { close(sent) }) }
+	go b.runCall(s, m, markSent)
+	select {
+	case <-sent:
+	case <-s.ctx.Done():
+	}
+}
+
+// runCall posts request m on session s and passes its answer on: the
+// server's messages as they come, and a JSON-RPC error when no answer can
+// come (the request never left, the server went away, the stream ended
+// without it). A request already answered (by failAll, when the session
+// was given up) is not answered twice.
+func (b *bridge) runCall(s *session, m message, sent func()) {
+	defer sent()
+	var wrote atomic.Bool
+	ctx := withWrote(s.ctx, func() {
+		wrote.Store(true)
+		time.AfterFunc(callSettle, sent)
+	})
+	resp, err := b.do(ctx, http.MethodPost, s, m.raw, messageHeaders(m, s))
+	sent()
+	if err != nil {
+		msg := fmt.Sprintf("wraptool connect: could not send the request to the wraptool server at %s (%v); send it again", b.o.Address, err)
+		if wrote.Load() { // it was sent: the server died during the call
+			msg = fmt.Sprintf("wraptool connect: the wraptool server at %s went away before answering (%v); send the request again", b.o.Address, err)
+		}
+		b.out.fail(m.key, codeLost, msg)
+		b.report(s, transportEvent(s, err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		if e, ok := b.answerStatus(s, m, resp); ok {
+			b.report(s, e)
+		}
+		return
+	}
+	answered, tooLarge, err := b.readAnswer(resp, func(data []byte) bool { return b.out.forward(data, s.gen) == m.key })
+	if answered {
+		return
+	}
+	why := "the server ended its answer without a response (it may have stopped)"
+	switch {
+	case tooLarge:
+		why = fmt.Sprintf("the server's answer was larger than %d bytes and was dropped", MaxEventBytes)
+	case err != nil:
+		why = "the connection broke (the server may have stopped): " + err.Error()
+	}
+	b.out.fail(m.key, codeLost, fmt.Sprintf("wraptool connect: %s; send the request again", why))
+}
+
+// answerStatus answers request m refused at the HTTP level: with the
+// JSON-RPC error the server wrote, else one saying the status. It returns
+// the event the status means for the session, if any.
+func (b *bridge) answerStatus(s *session, m message, resp *http.Response) (event, bool) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if e, ok := statusEvent(s, resp, body); ok {
+		b.out.fail(m.key, codeLost, fmt.Sprintf("wraptool connect: the server answered %s to this request", resp.Status))
+		return e, true
+	}
+	if isJSON(resp) && b.out.forward(body, s.gen) == m.key {
+		return event{}, false
+	}
+	b.out.fail(m.key, codeLost, fmt.Sprintf("wraptool connect: the server answered %s: %s", resp.Status, excerpt(body)))
+	return event{}, false
+}
+
+// report tells the manager about trouble on session s, unless s was given
+// up meanwhile.
+func (b *bridge) report(s *session, e event) {
+	select {
+	case b.events <- e:
+	case <-s.ctx.Done():
+	}
+}
+
+// onEvent acts on a report about a session: a stale one (an older
+// generation) is ignored.
+func (b *bridge) onEvent(ctx context.Context, e event) error {
+	s := b.sess
+	if s == nil || e.gen != s.gen {
+		return nil
+	}
+	switch e.kind {
+	case eventFatal:
+		return e.err
+	case eventUnauthorized:
+		tok, err := b.readToken()
+		if err != nil {
+			return err
+		}
+		if tok == s.token {
+			return fmt.Errorf("%w at %s (401); check the token file", ErrUnauthorized, b.o.Address)
+		}
+		b.log.Info("the token file changed; opening a new session with the new token")
+		b.token = tok
+		if b.initMsg == nil {
+			b.sess = b.newSession(ctx, "", "", tok)
+			return nil
+		}
+	}
+	if b.initMsg == nil {
+		// Nothing to replay yet: the client's initialize will open the
+		// session, on the server that answers then.
+		return nil
+	}
+	return b.restart(ctx, e)
+}
+
+// restart gives up the session, answers what was in flight, waits for the
+// server, opens a new session with the client's initialize, and tells the
+// client its tools may have changed.
+func (b *bridge) restart(ctx context.Context, e event) error {
+	why := map[eventKind]string{eventLost: "the server stopped answering", eventMissing: "the server no longer knows the session",
+		eventUnauthorized: "the token changed"}[e.kind]
+	b.log.Warn("lost the session; opening a new one once the server answers", "address", b.o.Address, "why", why, "error", e.err)
+	// Answer first, then cancel: the session's goroutines, cancelled,
+	// find their requests answered and add nothing.
+	b.out.failAll(codeLost, fmt.Sprintf("wraptool connect: the session with the wraptool server at %s ended while this request was in flight (%s); send it again", b.o.Address, why))
+	b.out.cancelAsks("the wraptool server restarted")
+	old := b.sess
+	b.sess = nil
+	old.cancel()
+	b.client.CloseIdleConnections()
+	for {
+		if err := b.await(ctx, time.Time{}); err != nil {
+			return err
+		}
+		s, err := b.replay(ctx)
+		if err == nil {
+			b.sess = s
+			break
+		}
+		var st stop
+		if errors.As(err, &st) || errors.Is(err, ErrForeignOwner) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRefused) || ctx.Err() != nil {
+			return err
+		}
+		b.log.Debug("the replayed initialize failed; trying again", "error", err)
+	}
+	b.log.Info("new session after the server came back", "address", b.o.Address)
+	b.log.Debug("session started", "session_id", b.sess.id)
+	if e.kind == eventLost {
+		// The server may have lost only the connection, not the
+		// session: it need not keep the old one until it expires.
+		b.delete(old)
+	}
+	b.out.notify("notifications/tools/list_changed")
+	if b.initialized {
+		b.startListening(b.sess)
+	}
+	return nil
+}
