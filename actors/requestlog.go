@@ -158,26 +158,11 @@ func (w *RequestLog) current() string {
 // used_at line. It waits for the writer only while ctx lasts.
 func (w *RequestLog) UseGrant(ctx context.Context, id string) error {
 	reply := make(chan error, 1)
-	select {
-	case w.uses <- messages.UseGrant{ID: id, Reply: reply}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		return ErrStopped
+	err, cerr := roundTrip(ctx, w.done, w.uses, messages.UseGrant{ID: id, Reply: reply}, reply)
+	if cerr != nil {
+		return cerr
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		select {
-		case err := <-reply:
-			return err
-		default:
-			return ErrStopped
-		}
-	}
+	return err
 }
 
 // Decide records d on request id through the writer (the toolset.Decider
@@ -185,50 +170,48 @@ func (w *RequestLog) UseGrant(ctx context.Context, id string) error {
 // only while ctx lasts.
 func (w *RequestLog) Decide(ctx context.Context, id string, d requests.Decision) error {
 	reply := make(chan error, 1)
-	select {
-	case w.decides <- messages.DecideRequest{ID: id, Decision: d, Reply: reply}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		return ErrStopped
+	err, cerr := roundTrip(ctx, w.done, w.decides, messages.DecideRequest{ID: id, Decision: d, Reply: reply}, reply)
+	if cerr != nil {
+		return cerr
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-w.done:
-		select {
-		case err := <-reply:
-			return err
-		default:
-			return ErrStopped
-		}
-	}
+	return err
 }
 
 // Submit sends r to the writer and waits for its answer. It is the
 // Submitter of the built-in request tool, called from tool handlers.
 func (w *RequestLog) Submit(ctx context.Context, r requests.Request) (requests.Submitted, error) {
 	reply := make(chan messages.AppendResult, 1)
+	res, err := roundTrip(ctx, w.done, w.in, messages.AppendRequest{Request: r, Reply: reply}, reply)
+	if err != nil {
+		return requests.Submitted{}, err
+	}
+	return res.Submitted, res.Err
+}
+
+// roundTrip sends m to the writer on in and waits for its answer on reply
+// (buffered, size 1), while ctx lasts and the writer runs. An answer given
+// just before the writer stopped still counts; otherwise a stopped writer
+// is ErrStopped. The error is about the round trip, not the answer.
+func roundTrip[M, R any](ctx context.Context, done <-chan struct{}, in chan<- M, m M, reply <-chan R) (R, error) {
+	var zero R
 	select {
-	case w.in <- messages.AppendRequest{Request: r, Reply: reply}:
+	case in <- m:
 	case <-ctx.Done():
-		return requests.Submitted{}, ctx.Err()
-	case <-w.done:
-		return requests.Submitted{}, ErrStopped
+		return zero, ctx.Err()
+	case <-done:
+		return zero, ErrStopped
 	}
 	select {
-	case res := <-reply:
-		return res.Submitted, res.Err
+	case r := <-reply:
+		return r, nil
 	case <-ctx.Done():
-		return requests.Submitted{}, ctx.Err()
-	case <-w.done:
+		return zero, ctx.Err()
+	case <-done:
 		select {
-		case res := <-reply: // answered just before stopping
-			return res.Submitted, res.Err
+		case r := <-reply: // answered just before stopping
+			return r, nil
 		default:
-			return requests.Submitted{}, ErrStopped
+			return zero, ErrStopped
 		}
 	}
 }

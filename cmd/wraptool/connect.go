@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
-	"syscall"
 
 	"github.com/peterbourgon/ff/v4"
 
@@ -19,10 +14,6 @@ import (
 	"github.com/wraptool/wraptool/cmd/wraptool/bridge"
 	"github.com/wraptool/wraptool/policy/config"
 )
-
-// maxTokenBytes bounds a token file connect reads, as the config's loader
-// bounds every token file.
-const maxTokenBytes = 64 << 10
 
 func (a *app) connectCommand() *ff.Command {
 	var tokenFile string
@@ -158,84 +149,6 @@ func connectEndpoint(m config.MCP) (endpoint, error) {
 }
 
 // readPrivateToken reads a token file connect is to send, with the checks
-// the config's loader makes of every token file (CONTRACT §2), which
-// --token-file must pass as well: a regular file of bounded size, owned by
-// you or root, that nobody else may read or write, in folders nobody else
-// may write (unless sticky, as /tmp is). Each refusal names the file and
-// the command that fixes it. The token is the file's content without
-// surrounding whitespace.
-func readPrivateToken(path string) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !info.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
-	if msg := privateFileProblem(path, info); msg != "" {
-		return "", errors.New(msg)
-	}
-	folders := []string{filepath.Dir(path)}
-	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Dir(real) != folders[0] {
-		folders = append(folders, filepath.Dir(real))
-	}
-	for _, dir := range folders {
-		dinfo, err := os.Stat(dir)
-		if err != nil {
-			return "", err
-		}
-		if msg := ownerProblem(dir, dinfo); msg != "" {
-			return "", fmt.Errorf("%s (it holds %s)", msg, path)
-		}
-		if dinfo.Mode().Perm()&0o022 != 0 && dinfo.Mode()&fs.ModeSticky == 0 {
-			return "", fmt.Errorf("%s is in %s, which group or others may write, so they could replace it; fix with: chmod go-w %s", path, dir, dir)
-		}
-	}
-	if info.Size() > maxTokenBytes {
-		return "", fmt.Errorf("%s is %d bytes; a token file holds at most %d", path, info.Size(), maxTokenBytes)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxTokenBytes+1))
-	if err != nil {
-		return "", err
-	}
-	tok := strings.TrimSpace(string(data))
-	if tok == "" {
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return tok, nil
-}
-
-// privateFileProblem says why a token file may not be trusted, or "".
-func privateFileProblem(path string, info fs.FileInfo) string {
-	if msg := ownerProblem(path, info); msg != "" {
-		return msg
-	}
-	perm := info.Mode().Perm()
-	if perm&0o022 != 0 {
-		return fmt.Sprintf("%s is writable by group or others, and it holds a secret; fix with: chmod 600 %s", path, path)
-	}
-	if perm&0o044 != 0 {
-		return fmt.Sprintf("%s is readable by group or others, and it holds a secret; fix with: chmod 600 %s", path, path)
-	}
-	return ""
-}
-
-// ownerProblem refuses a file or folder owned by anyone but you or root:
-// its owner could change it, or its mode, at any time.
-func ownerProblem(path string, info fs.FileInfo) string {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return ""
-	}
-	self := os.Geteuid()
-	if int(st.Uid) == self || st.Uid == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s is owned by uid %d, not by you (uid %d) or root, so another user controls it; fix with: chown %d %s",
-		path, st.Uid, self, self, path)
-}
+// the config's loader makes of every token file (config.ReadTokenFile),
+// which --token-file must pass as well.
+func readPrivateToken(path string) (string, error) { return config.ReadTokenFile(path) }

@@ -106,7 +106,7 @@ func TestReadPrivateToken(t *testing.T) {
 			d := filepath.Join(dir, "d")
 			mkdir(t, d, 0o700)
 			return d
-		}, "", "not a regular file"},
+		}, "", "is a directory"},
 		{"a named pipe is refused without blocking", func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "fifo")
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
