@@ -20,8 +20,10 @@ import (
 // git-, Cobra- or GNU-style help and logs every argv it is started with
 // (introspect/testdata/helpcli); fakeupstream is a stdio MCP server with
 // echo, add, args, slow, crash, freeze, fail, secret, hidden, bad.name, env
-// and toggle tools (actors/testdata/fakeupstream).
-var wraptoolBin, fakecli, fakepsql, helpcli, fakeupstream string
+// and toggle tools (actors/testdata/fakeupstream); savedhelp answers with
+// saved help texts found beside the name it is run as
+// (introspect/testdata/savedhelp).
+var wraptoolBin, fakecli, fakepsql, helpcli, fakeupstream, savedhelp string
 
 const (
 	buildTimeout = 5 * time.Minute
@@ -62,6 +64,7 @@ func testMain(m *testing.M) int {
 		{&fakepsql, "./testdata/fakepsql"},
 		{&helpcli, "../introspect/testdata/helpcli"},
 		{&fakeupstream, "../actors/testdata/fakeupstream"},
+		{&savedhelp, "../introspect/testdata/savedhelp"},
 	} {
 		*fx.out = filepath.Join(dir, filepath.Base(fx.src))
 		build := exec.CommandContext(ctx, "go", "build", "-o", *fx.out, fx.src)

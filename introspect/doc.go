@@ -29,6 +29,12 @@
 // ends that subcommand's introspection. Stdout is parsed first, then stderr;
 // the exit status does not matter (git's -h exits 129).
 //
+// Explore (for `config add`) walks the command tree instead: the root help,
+// then each listed command's, then each group's commands, two levels deep,
+// with the same forms, limits and cache, within a budget of help runs (100
+// for config add) spent in sorted order so the outcome never depends on
+// timing.
+//
 // # Cache
 //
 // A parsed help is cached on disk, one JSON file per (binary absolute path,

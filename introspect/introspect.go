@@ -84,6 +84,10 @@ type Tool struct {
 	// rule's parent. The root help is always learned; duplicates and paths
 	// holding a token outside [A-Za-z0-9][A-Za-z0-9_-]* are skipped.
 	Subcommands [][]string
+
+	// runs, when set, counts the help runs started for one subcommand, so
+	// Explore can charge them to its budget; Learn leaves it nil.
+	runs *int
 }
 
 // Introspector learns helps and keeps what it learned between calls: the
@@ -367,6 +371,9 @@ func (in *Introspector) run(ctx context.Context, t Tool, argv []string) (runner.
 		return runner.Result{}, fmt.Errorf("%w: %v", errTransient, err)
 	}
 	defer os.RemoveAll(dir)
+	if t.runs != nil {
+		*t.runs++ // one goroutine fetches one subcommand's forms in turn
+	}
 	return runner.Run(ctx, runner.Command{
 		Argv:      argv,
 		Dir:       dir,

@@ -25,12 +25,32 @@ func (a *app) configCommand() *ff.Command {
 			return a.validate(ctx, rest)
 		},
 	}
+	var binaryArg string
+	addFlags := ff.NewFlagSet("add").SetParent(a.flags)
+	addFlags.StringVar(&binaryArg, 0, "binary", "", "the executable to wrap (else TOOL looked up on PATH)")
+	add := &ff.Command{
+		Name:      "add",
+		Usage:     "wraptool config add TOOL [--binary PATH]",
+		ShortHelp: "add a tool with no rules and its catalog as comments",
+		LongHelp: "Adds tools.TOOL with its binary and no allow rules, so nothing new is exposed.\n" +
+			"Its subcommands, read from its help (at most 100 help runs), are written under\n" +
+			"allow: as commented-out rules: uncomment one to allow that subcommand alone.\n" +
+			"Without --binary, TOOL is looked up on PATH and every candidate is listed.",
+		Flags: addFlags,
+		Exec: func(ctx context.Context, args []string) error {
+			rest, err := interspersed(addFlags, args)
+			if err != nil {
+				return err
+			}
+			return a.addTool(ctx, rest, binaryArg)
+		},
+	}
 	return &ff.Command{
 		Name:        "config",
 		Usage:       "wraptool config SUBCOMMAND",
 		ShortHelp:   "work with the config file",
 		Flags:       ff.NewFlagSet("config").SetParent(a.flags),
-		Subcommands: []*ff.Command{validate},
+		Subcommands: []*ff.Command{validate, add},
 		Exec:        unknownCommand,
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/introspect/introspecttest"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
@@ -24,7 +25,25 @@ import (
 var fakecli string
 
 func TestMain(m *testing.M) {
-	os.Exit(toolsettest.RunWithFakeCLI(m, &fakecli))
+	os.Exit(testMain(m))
+}
+
+// testMain also builds the savedhelp fixture (config add's tests), in a
+// folder removed before the process exits.
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "savedhelp-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if savedHelp, err = introspecttest.BuildSavedHelp(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return toolsettest.RunWithFakeCLI(m, &fakecli)
 }
 
 // bound limits every wait in these tests.

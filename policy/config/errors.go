@@ -99,3 +99,16 @@ var ErrChangedMeanwhile = errors.New("config changed while applying")
 // mean exactly the requested change: the file is written in a way the
 // in-place edit does not handle, and the operator edits it by hand.
 var ErrUnsupportedLayout = errors.New("config layout not supported by apply")
+
+// ErrToolExists refuses `config add` for a name the config already wraps:
+// which binary runs under a name, and its rules, are edited by hand there.
+var ErrToolExists = errors.New("tool is already in the config")
+
+// ErrInvalidToolName refuses `config add` for a name no tool may have
+// (outside [A-Za-z0-9][A-Za-z0-9_-]*, or in wraptool's reserved prefix).
+var ErrInvalidToolName = errors.New("invalid tool name")
+
+// ErrBadBinary refuses `config add` for a binary validation would refuse:
+// not an absolute path to an executable regular file, wraptool itself, or
+// a file or folder others may write.
+var ErrBadBinary = errors.New("binary refused")

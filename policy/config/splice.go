@@ -694,7 +694,7 @@ func (s *source) nullToBlock(k, v *yaml.Node, then func(l int, eol string) edit)
 	return edits, nil
 }
 
-// emptyFlowToBlock turns "key: []" (on one line) into "key:" followed by the
+// emptyFlowToBlock turns "key: []" or "key: {}" (on one line) into "key:" followed by the
 // lines then supplies; ok is false for any other layout.
 func (s *source) emptyFlowToBlock(k, v *yaml.Node, then func(l int, eol string) edit) ([]edit, bool) {
 	colon, err := s.keyColonEnd(k)
@@ -702,7 +702,7 @@ func (s *source) emptyFlowToBlock(k, v *yaml.Node, then func(l int, eol string) 
 		return nil, false
 	}
 	_, end, _, err := s.flow(v)
-	if err != nil || s.lineOf(end-1) != k.Line-1 || v.Tag != "!!seq" || v.Anchor != "" || s.skipProps(s.off(v)) != s.off(v) {
+	if err != nil || s.lineOf(end-1) != k.Line-1 || v.Tag != "!!seq" && v.Tag != "!!map" || v.Anchor != "" || s.skipProps(s.off(v)) != s.off(v) {
 		return nil, false
 	}
 	l := k.Line - 1

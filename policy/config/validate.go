@@ -538,21 +538,29 @@ func (v *validator) env(p fieldPath, env map[string]string, files []string) {
 }
 
 func (v *validator) executable(p fieldPath, path string) {
+	if msg := binaryProblem(path); msg != "" {
+		v.fail(p, "%s", msg)
+	}
+}
+
+// binaryProblem says why path may not be a tool's binary, or "": it must be
+// an executable regular file that only its owner (the operator or root) may
+// change, in a folder only they may write, and not wraptool itself.
+func binaryProblem(path string) string {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		v.fail(p, "%s does not exist", path)
+		return fmt.Sprintf("%s does not exist", path)
 	case err != nil:
-		v.fail(p, "%v", err)
+		return err.Error()
 	case !info.Mode().IsRegular():
-		v.fail(p, "%s is not a regular file", path)
+		return fmt.Sprintf("%s is not a regular file", path)
 	case info.Mode().Perm()&0o111 == 0:
-		v.fail(p, "%s is not executable", path)
+		return fmt.Sprintf("%s is not executable", path)
 	case isSelf(path):
-		v.fail(p, "%s is wraptool itself; wrapping it would let the assistant act as the operator", path)
-	default:
-		v.private(p, path, program)
+		return fmt.Sprintf("%s is wraptool itself; wrapping it would let the assistant act as the operator", path)
 	}
+	return checkFile(path, program)
 }
 
 func (v *validator) dir(p fieldPath, path string) {

@@ -1,0 +1,450 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/wraptool/wraptool/policy"
+)
+
+// This file is `wraptool config add` (CONTRACT §16): a new tool with no
+// allow rules, its catalog written under allow: as comments. The catalog
+// comes from the tool's help output, which the tool's author (or whoever
+// replaced the binary) wrote: every piece of it is reduced to printable
+// ASCII on one line before it reaches the file, and the result is parsed
+// back and must hold no rule at all before it is written.
+
+// MaxCatalogText is the longest description written beside a catalog rule.
+const MaxCatalogText = 120
+
+// commentColumn is where the description starts on a catalog line,
+// counted from the "#": past "# - subcommand: [pr, list]", as §16 shows.
+const commentColumn = 34
+
+// CatalogRule is one commented-out allow rule of a new tool's catalog.
+type CatalogRule struct {
+	// Subcommand is the rule's path; a path holding a token outside
+	// [A-Za-z0-9][A-Za-z0-9_-]* is left out of the file.
+	Subcommand []string
+	// Description is the help's line for it; written as one line of
+	// printable ASCII of at most MaxCatalogText bytes, "" for none.
+	Description string
+	// Flags are the flags its own help lists, in the help's order; those
+	// outside policy.ValidFlag are left out.
+	Flags []string
+	// Unread marks a path whose own help is not known, so its flags are
+	// not either (the comment says so, rather than "no flags").
+	Unread bool
+}
+
+// NewTool is what AddTool writes: tools.Name with Binary and, under an empty
+// allow:, the catalog as comments.
+type NewTool struct {
+	// Name is the tool's key; it must pass the same checks as any tool
+	// name.
+	Name string
+	// Binary is the absolute path of the executable.
+	Binary string
+	// Catalog lists the rules to write as comments, in order.
+	Catalog []CatalogRule
+}
+
+// CheckToolName refuses a name no tool may have: outside
+// [A-Za-z0-9][A-Za-z0-9_-]*, or starting with wraptool (in any case).
+func CheckToolName(name string) error {
+	if !policy.ValidToken(name) {
+		return fmt.Errorf("%w: tool name %s must match [A-Za-z0-9][A-Za-z0-9_-]*", ErrInvalidToolName, quoteToken(name, true))
+	}
+	if strings.HasPrefix(strings.ToLower(name), policy.ReservedPrefix) {
+		return fmt.Errorf("%w: tool name %q starts with %q, which is reserved for wraptool's built-in tools", ErrInvalidToolName, name, policy.ReservedPrefix)
+	}
+	return nil
+}
+
+// CheckBinary refuses what validation refuses as a tool's binary: not an
+// absolute path to an executable regular file, wraptool itself, or a file or
+// folder that anyone but its owner (the operator or root) may write.
+func CheckBinary(path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("%w: %s is not an absolute path", ErrBadBinary, path)
+	}
+	if msg := binaryProblem(path); msg != "" {
+		return fmt.Errorf("%w: %s", ErrBadBinary, msg)
+	}
+	return nil
+}
+
+// AddTool adds nt to the config at path (CONTRACT §16) and returns how many
+// catalog rules it wrote as comments. An existing tools.<name> is refused
+// with ErrToolExists; a bad name or binary with ErrInvalidToolName or
+// ErrBadBinary.
+//
+// As ApplyRequest does, it splices the new lines into the file's own text
+// (every other byte stays as written), parses the result, which must load
+// as any config does and differ from the old one by the new tool alone,
+// with no rule, before writing it atomically under the config's lock,
+// keeping its mode. A refusal or failure leaves the file untouched.
+func AddTool(path string, nt NewTool, o *Options) (int, error) {
+	if err := CheckToolName(nt.Name); err != nil {
+		return 0, err
+	}
+	if err := CheckBinary(nt.Binary); err != nil {
+		return 0, err
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return 0, fmt.Errorf("%s: cannot read config: %w", path, unwrapPath(err))
+	}
+	lk, err := lockConfig(path, target)
+	if err != nil {
+		return 0, err
+	}
+	defer lk.f.Close() // releases the lock
+	data, err := ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if !lk.current(path) {
+		return 0, changedMeanwhile(path)
+	}
+	out, n, err := PlanAddTool(path, data, nt, o)
+	if err != nil {
+		return 0, err
+	}
+	if lk.locked {
+		removeStale(target)
+	}
+	var refused error
+	commit := func() error {
+		now, err := ReadFile(path)
+		switch {
+		case err != nil:
+			refused = err
+		case !bytes.Equal(now, data) || !lk.current(path):
+			refused = changedMeanwhile(path)
+		}
+		return refused
+	}
+	if err := replaceFile(target, lk.info, out, commit); err != nil {
+		if refused != nil {
+			return 0, refused
+		}
+		return 0, fmt.Errorf("%s: write config: %w", path, err)
+	}
+	return n, nil
+}
+
+// PlanAddTool is AddTool without the file: the new text for data, the
+// config at path, and how many catalog rules it holds, refusing whatever
+// AddTool refuses. The binary is checked when the result is validated.
+func PlanAddTool(path string, data []byte, nt NewTool, o *Options) ([]byte, int, error) {
+	before, err := newToolBase(path, data, nt.Name, o)
+	if err != nil {
+		return nil, 0, err
+	}
+	out, n, err := spliceTool(data, nt)
+	if err != nil {
+		return nil, 0, &applyError{ErrUnsupportedLayout, fmt.Sprintf(
+			"%s: cannot add the tool to this file's layout in place (%v); add it by hand", path, err)}
+	}
+	if len(out) > maxConfigBytes {
+		return nil, 0, fmt.Errorf("%s: the config would be %d bytes; at most %d are read", path, len(out), maxConfigBytes)
+	}
+	after, err := parse(path, out, o, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("the config with the new tool would be invalid: %w", err)
+	}
+	if err := onlyNewTool(before, after, out, nt); err != nil {
+		return nil, 0, &applyError{ErrUnsupportedLayout, fmt.Sprintf(
+			"%s: cannot add the tool to this file's layout in place (%v); add it by hand", path, err)}
+	}
+	return out, n, nil
+}
+
+// CheckNewTool refuses what PlanAddTool refuses before it looks at the
+// binary or the catalog: a bad name, a config at path (data) that does not
+// load, or a tool of that name already in it. `config add` asks first, so a
+// refusal runs nothing.
+func CheckNewTool(path string, data []byte, name string, o *Options) error {
+	_, err := newToolBase(path, data, name, o)
+	return err
+}
+
+// newToolBase is the config a new tool name is added to, parsed.
+func newToolBase(path string, data []byte, name string, o *Options) (*Config, error) {
+	if err := CheckToolName(name); err != nil {
+		return nil, err
+	}
+	before, err := parse(path, data, o, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cannot add a tool to a config that does not load; fix it first: %w", err)
+	}
+	if _, ok := before.Tools[name]; ok {
+		p := fieldPath{}.key("tools").key(name)
+		return nil, &applyError{ErrToolExists, fmt.Sprintf("tool %s is already in the config (%s:%d); edit it there, or pick another name",
+			quoteToken(name, false), path, before.lines.at(p).line)}
+	}
+	return before, nil
+}
+
+// onlyNewTool checks that after differs from before by tools.<name> alone,
+// and that the new tool is its binary and an allow that is empty: whatever
+// the help text said, no rule went live.
+func onlyNewTool(before, after *Config, out []byte, nt NewTool) error {
+	t := after.Tools[nt.Name]
+	switch {
+	case t == nil:
+		return errors.New("the new tool does not parse back")
+	case t.Binary != nt.Binary:
+		return fmt.Errorf("the binary parses back as %q", t.Binary)
+	case len(t.Allow) != 0 || len(t.Deny) != 0:
+		return errors.New("the new tool parses back with rules")
+	}
+	others := unseededTools(after)
+	delete(others, nt.Name)
+	switch {
+	case !reflect.DeepEqual(unseededTools(before), others):
+		return errors.New("the edit changed other tools")
+	case !reflect.DeepEqual(before.MCP, after.MCP), !reflect.DeepEqual(before.Admin, after.Admin),
+		!reflect.DeepEqual(before.MCPServers, after.MCPServers):
+		return errors.New("the edit changed settings outside the tools")
+	}
+	// The node tree, too: the tool holds binary and allow and nothing
+	// else, and allow is empty (null, or [] when there is no catalog).
+	root, err := parseDocument("", out)
+	if err != nil {
+		return err
+	}
+	_, tools := lookup(root, "tools")
+	_, tn := lookup(tools, nt.Name)
+	if tn == nil || tn.Kind != yaml.MappingNode || len(tn.Content) != 4 {
+		return errors.New("the new tool is not a mapping of binary and allow")
+	}
+	k, allow := lookup(tn, "allow")
+	if k == nil || !(isNull(allow) || allow.Kind == yaml.SequenceNode && len(allow.Content) == 0) {
+		return errors.New("the new tool's allow is not empty")
+	}
+	return nil
+}
+
+// spliceTool writes nt into data as the last entry of tools:, and returns
+// the new text and how many catalog rules it wrote.
+func spliceTool(data []byte, nt NewTool) (out []byte, n int, err error) {
+	defer func() {
+		// A layout the edit misjudges must refuse, never crash.
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	if oddBreak.Match(data) {
+		return nil, 0, errors.New("the file breaks lines with characters other than LF and CRLF")
+	}
+	root, err := parseDocument("", data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot parse: %v", err)
+	}
+	if root != nil && (root.Kind != yaml.MappingNode || root.Style&yaml.FlowStyle != 0 || len(root.Content) == 0) {
+		return nil, 0, errors.New("the document is not a block mapping")
+	}
+	base := 0 // the indentation of the document's keys
+	if root != nil {
+		base = root.Content[0].Column - 1
+	}
+	s := newSource(data)
+	toolsKey, tools := lookup(root, "tools")
+	step, dash := s.indentSteps(root)
+	var edits []edit
+	switch {
+	case toolsKey == nil:
+		// A new tools: at the end of the file.
+		l := len(s.lines) - 1
+		if l > 0 && s.lines[l] == len(s.b) {
+			l-- // the file ends with a newline: after its last line
+		}
+		eol := s.eol(l)
+		block, k := toolBlock(nt, base+step, step, dash, eol)
+		n = k
+		if len(s.b) == 0 {
+			return []byte("tools:" + eol + block), n, nil
+		}
+		edits = []edit{s.insertLines(l, spaces(base)+"tools:"+eol+block, eol)}
+	case isNull(tools):
+		edits, err = s.nullToBlock(toolsKey, tools, func(l int, eol string) edit {
+			var block string
+			block, n = toolBlock(nt, toolsKey.Column-1+step, step, dash, eol)
+			return s.insertLines(l, block, eol)
+		})
+	case tools.Kind == yaml.MappingNode && tools.Style&yaml.FlowStyle != 0 && len(tools.Content) == 0:
+		var ok bool
+		edits, ok = s.emptyFlowToBlock(toolsKey, tools, func(l int, eol string) edit {
+			var block string
+			block, n = toolBlock(nt, toolsKey.Column-1+step, step, dash, eol)
+			return s.insertLines(l, block, eol)
+		})
+		if !ok {
+			return nil, 0, errors.New("tools: {} is not written on one line")
+		}
+	case tools.Kind != yaml.MappingNode || tools.Style&yaml.FlowStyle != 0:
+		return nil, 0, errors.New("tools is not a block mapping")
+	default:
+		lastKey, lastVal := tools.Content[len(tools.Content)-2], tools.Content[len(tools.Content)-1]
+		end, err := s.entryEnd(lastKey, lastVal)
+		if err != nil {
+			return nil, 0, err
+		}
+		eol := s.eol(end)
+		var block string
+		block, n = toolBlock(nt, tools.Content[0].Column-1, step, dash, eol)
+		edits = []edit{s.insertLines(end, block, eol)}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return splice(data, edits), n, nil
+}
+
+// indentSteps is how the file indents: a mapping's entries beyond its key
+// (step; from its tools, else from any block mapping, else 2), and an allow
+// list's dashes beyond the allow key (dash; as newSeqStyle finds it).
+func (s *source) indentSteps(root *yaml.Node) (step, dash int) {
+	step = 2
+	if root == nil {
+		return step, 2
+	}
+	found := false
+	// visit takes the step from n's first entry whose value is a block
+	// mapping.
+	visit := func(n *yaml.Node) {
+		if found || n.Kind != yaml.MappingNode || n.Style&yaml.FlowStyle != 0 {
+			return
+		}
+		for i := 0; i+1 < len(n.Content) && !found; i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle == 0 && len(v.Content) > 0 && v.Content[0].Column > k.Column {
+				step, found = v.Content[0].Column-k.Column, true
+				return
+			}
+		}
+	}
+	if _, tools := lookup(root, "tools"); tools != nil {
+		visit(tools)
+	}
+	visit(root)
+	fakeKey := &yaml.Node{Column: 1}
+	fakeTool := &yaml.Node{Content: []*yaml.Node{{Column: 1 + step}}}
+	dash, _ = s.newSeqStyle(root, fakeKey, fakeTool)
+	return step, dash
+}
+
+// toolBlock writes the tool's lines: its key indented by ind, its entries
+// step further, the catalog's dashes dash beyond the allow key. n is how
+// many catalog rules it wrote.
+func toolBlock(nt NewTool, ind, step, dash int, eol string) (block string, n int) {
+	var b strings.Builder
+	in := spaces(ind + step)
+	b.WriteString(spaces(ind) + nt.Name + ":" + eol)
+	b.WriteString(in + "binary: " + yamlString(nt.Binary) + eol)
+	var rules strings.Builder
+	item := spaces(ind + step + dash)
+	for _, r := range nt.Catalog {
+		if slices.ContainsFunc(r.Subcommand, func(t string) bool { return !policy.ValidToken(t) }) || len(r.Subcommand) == 0 {
+			continue
+		}
+		n++
+		rules.WriteString(item + beside("# - subcommand: "+flowList(r.Subcommand, 0), CommentText(r.Description, MaxCatalogText)) + eol)
+		var has string
+		switch flags := validFlags(r.Flags); {
+		case r.Unread:
+			has = "help not read"
+		case len(flags) > 0:
+			has = "has " + strings.Join(flags, " ")
+		}
+		rules.WriteString(item + beside("#   flags: []", has) + eol)
+	}
+	if n == 0 {
+		b.WriteString(in + "# No subcommands found in `" + nt.Name + " --help`; write allow rules by hand." + eol)
+		b.WriteString(in + "allow: []" + eol)
+		return b.String(), 0
+	}
+	b.WriteString(in + "# Uncomment what the assistant may run (from `" + nt.Name + " --help`)." + eol)
+	b.WriteString(in + "allow:" + eol)
+	b.WriteString(rules.String())
+	return b.String(), n
+}
+
+// beside puts comment after text at commentColumn (at least two blanks
+// after it), or returns text alone when comment is "".
+func beside(text, comment string) string {
+	if comment == "" {
+		return text
+	}
+	return text + spaces(max(2, commentColumn-len(text))) + "# " + comment
+}
+
+// validFlags keeps the spellings a rule could list, each once.
+func validFlags(flags []string) []string {
+	var out []string
+	for _, f := range flags {
+		if policy.ValidFlag(f) && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// CommentText makes s safe to write in a YAML comment: one line of
+// printable ASCII (0x20 to 0x7e), runs of anything else between words
+// becoming one blank, cut to at most limit bytes with "..." at a word
+// boundary when one is near. A comment ends at a line break, and YAML also
+// breaks lines at a CR, NEL, LS and PS: none of them, nor any other control
+// or non-ASCII character, survives, so nothing the help text says can
+// become a live key, item or document marker.
+func CommentText(s string, limit int) string {
+	var b strings.Builder
+	gap := false
+	for _, r := range s {
+		switch {
+		case r <= ' ' || r == 0x7f || unicode.IsSpace(r) || unicode.IsControl(r):
+			gap = b.Len() > 0
+			continue
+		case r > 0x7f:
+			continue // dropped: "naïve" reads better as "nave" than "na ve"
+		}
+		if gap {
+			b.WriteByte(' ')
+			gap = false
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if len(out) <= limit {
+		return out
+	}
+	end := max(limit-len("..."), 0)
+	if i := strings.LastIndexByte(out[:end+1], ' '); i > end/2 {
+		end = i
+	}
+	return strings.TrimRight(out[:end], " ") + "..."
+}
+
+var plainPath = regexp.MustCompile(`^/[A-Za-z0-9_./+@-]*$`)
+
+// yamlString writes s as a plain scalar when it is a plain path, else
+// double-quoted with Go's escapes (a subset of YAML's); the caller parses
+// the result back and compares.
+func yamlString(s string) string {
+	if plainPath.MatchString(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
