@@ -23,6 +23,8 @@ type Loader struct {
 	opts                   config.LoadOptions
 	load                   LoadFunc
 	needToken              string
+	rejected               func(ctx context.Context, cause string, err error)
+	accepted               func(cause string)
 	log                    *slog.Logger
 
 	running string // hash of what the holder runs
@@ -50,6 +52,12 @@ type LoaderOptions struct {
 	FileChanged, ReloadNow messages.Doorbell
 	// Loaded receives each built config (the policy holder's input).
 	Loaded chan<- messages.ConfigLoaded
+	// Rejected, when set, hears of every rejected reload, for the audit
+	// log (the policy holder's AuditRejected).
+	Rejected func(ctx context.Context, cause string, err error)
+	// Accepted, when set, hears of every reload handed to the policy
+	// holder (the metrics' reload count and time).
+	Accepted func(cause string)
 	// Log receives "config rejected", warnings and "reload skipped"
 	// (debug); nil discards them.
 	Log *slog.Logger
@@ -62,7 +70,7 @@ func NewLoader(o LoaderOptions) *Loader {
 	}
 	return &Loader{fileChanged: o.FileChanged, reloadNow: o.ReloadNow, out: o.Loaded, path: o.Path,
 		opts: config.LoadOptions{Paths: o.Paths, Introspect: o.Introspect}, load: o.Load, needToken: o.NeedToken,
-		log: logger(o.Log, "loader"), running: o.Running}
+		rejected: o.Rejected, accepted: o.Accepted, log: logger(o.Log, "loader"), running: o.Running}
 }
 
 // Run handles reload triggers until ctx is done. A load takes ctx, so a
@@ -97,6 +105,9 @@ func (l *Loader) Run(ctx context.Context) error {
 		select {
 		case l.out <- m:
 			l.running = m.Loaded.Hash
+			if l.accepted != nil {
+				l.accepted(m.Cause)
+			}
 		case <-ctx.Done():
 			return nil
 		}
@@ -124,6 +135,9 @@ func (l *Loader) reload(ctx context.Context, forced bool) (messages.ConfigLoaded
 	}
 	if err != nil {
 		l.log.Error("config rejected", "cause", cause, "error", err.Error())
+		if l.rejected != nil {
+			l.rejected(ctx, cause, err)
+		}
 		return messages.ConfigLoaded{}, false
 	}
 	if !forced && loaded.Hash == l.running {

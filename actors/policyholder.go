@@ -3,9 +3,11 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 
 	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/toolset"
 )
 
@@ -22,6 +24,7 @@ type PolicyHolder struct {
 	shared         Shared
 	getenv         func(string) string
 	setLevel       func(string)
+	audit          *Audit
 	log            *slog.Logger
 
 	cur       atomic.Pointer[Snapshot]
@@ -51,6 +54,10 @@ type PolicyHolderOptions struct {
 	// ToolsetChanged, WatchSetChanged and UpstreamsChanged (nil for none)
 	// are rung after each swap.
 	ToolsetChanged, WatchSetChanged, UpstreamsChanged messages.Doorbell
+	// Audit receives a policy line for every snapshot whose policy or
+	// grants differ from the last, and for every rejected reload; nil
+	// means Shared.Audit.
+	Audit *Audit
 	// Log receives "config reloaded"; nil discards it.
 	Log *slog.Logger
 }
@@ -67,7 +74,10 @@ func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}
-	h := &PolicyHolder{in: o.Loaded, grants: o.Grants, dormant: map[string]string{}, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
+	if o.Audit == nil {
+		o.Audit = o.Shared.Audit
+	}
+	h := &PolicyHolder{in: o.Loaded, audit: o.Audit, grants: o.Grants, dormant: map[string]string{}, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
 		shared: o.Shared, getenv: o.Getenv, setLevel: o.SetLevel, log: logger(o.Log, "policy"),
 		listening: listenersOf(o.Initial)}
 	h.cur.Store(o.Initial)
@@ -81,8 +91,12 @@ func (h *PolicyHolder) Current() *Snapshot { return h.cur.Load() }
 // State returns the tool-call state of the snapshot in service.
 func (h *PolicyHolder) State() *toolset.State { return &h.cur.Load().State }
 
-// Run swaps in each loaded configuration until ctx is done.
+// Run swaps in each loaded configuration until ctx is done. It first
+// audits the policy it starts with (cause "start"), so the audit log says
+// what was in force before the first call.
 func (h *PolicyHolder) Run(ctx context.Context) error {
+	start := h.cur.Load()
+	h.auditChange(ctx, "start", &Snapshot{State: toolset.State{Policy: emptyPolicy}}, start)
 	for {
 		select {
 		case <-ctx.Done():
@@ -91,13 +105,16 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			// Only the grants changed: the same load, a new overlay. No
 			// "config reloaded" line; the registry sends a list_changed
 			// only if the tools did change.
-			snap := NewSnapshot(h.cur.Load().Loaded, m.Grants, h.shared, h.getenv)
+			old := h.cur.Load()
+			snap := NewSnapshot(old.Loaded, m.Grants, h.shared, h.getenv)
 			h.cur.Store(snap)
+			h.auditChange(ctx, m.Cause, old, snap)
 			h.logDormant(snap)
 			h.log.Debug("grants changed", "cause", m.Cause, "in_force", len(m.Grants), "exposed", len(snap.Policy.Rules()))
 			ring(h.toolsetChanged)
 		case m := <-h.in:
-			snap := NewSnapshot(m.Loaded, h.cur.Load().Grants, h.shared, h.getenv)
+			old := h.cur.Load()
+			snap := NewSnapshot(m.Loaded, old.Grants, h.shared, h.getenv)
 			if now := listenersOf(snap); now != h.listening {
 				h.log.Warn("listener settings changed; they take effect after a restart",
 					"mcp.transport", now.transport, "mcp.listen", now.listen, "admin.listen", now.admin,
@@ -105,6 +122,7 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 					"running.admin.listen", h.listening.admin)
 			}
 			h.cur.Store(snap)
+			h.auditChange(ctx, strings.ToLower(m.Cause), old, snap)
 			h.logDormant(snap)
 			if h.setLevel != nil {
 				h.setLevel(snap.Config.MCP.LogLevel)
@@ -119,6 +137,35 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// emptyPolicy stands for "nothing" before the first policy.
+var emptyPolicy, _ = policy.New(nil, nil)
+
+// auditChange writes the policy line for a swap from old to cur, when the
+// policy or the grants in force changed (the audit policy hash covers
+// both): a reload of unchanged files writes none.
+func (h *PolicyHolder) auditChange(ctx context.Context, cause string, old, cur *Snapshot) {
+	if h.audit == nil || cur.AuditPath() == "" || old.AuditPolicy == cur.AuditPolicy {
+		return
+	}
+	p := PolicyAudit{Cause: cause, Outcome: "applied", Old: old.AuditPolicy, New: cur.AuditPolicy}
+	p.ToolsAdded, p.ToolsRemoved, p.FlagsAdded, p.FlagsRemoved = policyChange(old.Policy, cur.Policy)
+	h.audit.Policy(ctx, cur.AuditPath(), p)
+}
+
+// AuditRejected writes the policy line of a reload whose config did not
+// load (the loader's Rejected): the policy in service stays, and the line
+// says why. cause is the loader's ("file" or "SIGHUP"). Safe for
+// concurrent use.
+func (h *PolicyHolder) AuditRejected(ctx context.Context, cause string, err error) {
+	cur := h.cur.Load()
+	if h.audit == nil || cur.AuditPath() == "" {
+		return
+	}
+	h.audit.Policy(ctx, cur.AuditPath(), PolicyAudit{Cause: strings.ToLower(cause), Outcome: "rejected", Error: err.Error(),
+		Old: cur.AuditPolicy, ToolsAdded: []string{}, ToolsRemoved: []string{},
+		FlagsAdded: map[string][]string{}, FlagsRemoved: map[string][]string{}})
 }
 
 // logDormant logs each grant of the snapshot that is not in force, once

@@ -38,7 +38,9 @@ type Registry struct {
 
 	exposed  map[string][]byte                 // name → the definition's JSON and binding
 	upstream map[string]messages.UpstreamTools // server → its latest offer
-	notices  map[string]bool                   // the upstream refusals logged and still true
+	states   chan messages.UpstreamStates
+	done     chan struct{}
+	notices  map[string]bool // the upstream refusals logged and still true
 }
 
 // RegistryOptions configure a Registry.
@@ -67,7 +69,20 @@ func NewRegistry(o RegistryOptions) *Registry {
 	}
 	return &Registry{changed: o.ToolsetChanged, offers: o.Offers, server: o.Server, snapshots: o.Snapshots, calls: o.Calls,
 		log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"), exposed: map[string][]byte{},
-		upstream: map[string]messages.UpstreamTools{}, notices: map[string]bool{}}
+		upstream: map[string]messages.UpstreamTools{}, notices: map[string]bool{},
+		states: make(chan messages.UpstreamStates), done: make(chan struct{})}
+}
+
+// UpstreamStates is each upstream server's state ("running" while it
+// offers tools, "down" once its bridge withdrew them), asked of the
+// registry while ctx lasts; nil when it has stopped or ctx ended.
+func (r *Registry) UpstreamStates(ctx context.Context) map[string]string {
+	reply := make(chan map[string]string, 1)
+	states, err := roundTrip(ctx, r.done, r.states, messages.UpstreamStates{Reply: reply}, reply)
+	if err != nil {
+		return nil
+	}
+	return states
 }
 
 // Prime registers the current snapshot's tools. Call it once, before Run and
@@ -80,12 +95,22 @@ func (r *Registry) Prime() {
 // it comes, until ctx is done. A burst of rings is one diff, against the
 // latest snapshot.
 func (r *Registry) Run(ctx context.Context) error {
+	defer close(r.done)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-r.changed:
 			r.apply()
+		case q := <-r.states:
+			out := map[string]string{}
+			for name, offer := range r.upstream {
+				out[name] = "down"
+				if offer.Tools != nil {
+					out[name] = "running"
+				}
+			}
+			q.Reply <- out // buffered (size 1): never blocks
 		case m := <-r.offers:
 			// An offer older than the one held comes from a bridge the
 			// supervisor has replaced: it must not bring back its tools.
@@ -158,7 +183,7 @@ func (r *Registry) apply() {
 			// new handlers even when their definitions are the same.
 			key := strconv.AppendUint(append(data, '#'), offer.Generation, 10)
 			next[t.Def.Name] = toolChange{t.Def, func() mcp.ToolHandler {
-				return upstreamHandler(server, t.Upstream, offer, r.upstreamTimeout(server), r.calls)
+				return audited(server, r.state, r.calls, upstreamHandler(server, t.Upstream, offer, r.upstreamTimeout(server), r.calls))
 			}, key}
 		}
 	}

@@ -50,6 +50,9 @@ type Shared struct {
 	// UseGrant consumes once-grants (the request-log writer's); nil when
 	// none can be.
 	UseGrant toolset.GrantUser
+	// Audit is the audit-log writer; nil means no audit log whatever the
+	// config says.
+	Audit *Audit
 }
 
 // NewSnapshot builds the snapshot for a load and the grants in force
@@ -87,7 +90,20 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 		Dormant:    map[string]error{},
 	}
 	snap.overlay(grants)
+	snap.AuditPolicy = toolset.AuditPolicy(snap.PolicyHash, snap.State.Grants.GrantIDs())
+	if shared.Audit != nil && c.AuditEnabled() {
+		snap.State.Audit = shared.Audit.For(c.MCP.AuditLog)
+	}
 	return snap
+}
+
+// AuditPath is the audit log the snapshot's calls and changes are written
+// to; "" when it is off.
+func (s *Snapshot) AuditPath() string {
+	if !s.Config.AuditEnabled() {
+		return ""
+	}
+	return s.Config.MCP.AuditLog
 }
 
 // errPolicyChanged is why an exact-call grant is void: the config, an

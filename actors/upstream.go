@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -262,6 +263,38 @@ func upstreamHandler(server, tool string, offer messages.UpstreamTools, timeout 
 				return ended()
 			}
 		}
+	}
+}
+
+// audited wraps an upstream tool's handler so each call gets its audit
+// line (CONTRACT §12): allowed (the registry exposes only what the config
+// allows), with no argv (an upstream takes JSON arguments, which are not
+// recorded: wraptool knows nothing of which of them are secret), no exit
+// code, and "error" set when the call failed. The line is queued with the
+// call's values but not its cancellation, bounded by stop.
+func audited(server string, state func() *toolset.State, stop context.Context, h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		st := state()
+		if st.Audit == nil {
+			return h(ctx, req)
+		}
+		line := toolset.CallAudit{Time: time.Now().UTC(), Tool: req.Params.Name, Decision: "allowed",
+			Policy: st.AuditPolicy, Upstream: server}
+		line.Session, line.Client = toolset.SessionOf(req)
+		began := time.Now()
+		res, err := h(ctx, req)
+		line.DurationMS = time.Since(began).Milliseconds()
+		switch {
+		case err != nil:
+			line.Error = err.Error()
+		case res != nil && res.IsError:
+			line.Error = "the upstream tool reported an error"
+		}
+		actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		defer context.AfterFunc(stop, cancel)()
+		st.Audit(actx, line)
+		return res, err
 	}
 }
 

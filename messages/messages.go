@@ -25,6 +25,12 @@
 //	watcher ─LogChanged─► grants ─GrantsChanged─► policy holder
 //	tool handlers ─UseGrant─► request log ─error─► that handler
 //
+// Every tool call and every policy change is audited (CONTRACT §12): the
+// handlers, the policy holder and the loader queue lines for the audit
+// writer, which appends them in order:
+//
+//	tool handlers, policy holder, loader ─AuditLines─► audit writer ─► audit.jsonl
+//
 // Every channel, as cmd/wraptool's wiring creates it:
 //
 //	channel           type                   sender → receiver                    buffer  receiver busy
@@ -47,9 +53,13 @@
 //	UseGrant.Reply    chan error             request log → one handler            1       never blocks: the caller may have gone
 //	DecideRequest     chan DecideRequest     request-tool handlers → request log  0       blocks, with the call's ctx
 //	DecideRequest.Reply chan error           request log → one handler            1       never blocks: the caller may have gone
+//	UpstreamStates    chan UpstreamStates    metrics scrape → registry            0       blocks, with the scrape's ctx
+//	UpstreamStates.Reply chan map[string]string registry → the scrape             1       never blocks
 //	RequestFiled      chan RequestFiled      request log → hooks                  64      never blocks: a request the hooks have no room for is logged and not hooked
 //	AwaitDecision     chan AwaitDecision     request-tool handlers → grants       0       blocks, with the call's ctx
 //	AwaitDecision.Reply chan requests.Record grants → one handler                 1       never blocks: the caller may have gone; closed unanswered when grants stops
+//	AuditLines        chan AuditLine         tool handlers, policy holder,        4096    blocks when full: the sender waits for room (counted,
+//	                                         loader → audit writer                        Audit.Waited) until its context ends; a line is never dropped for speed
 //
 // A doorbell carries no data: its receiver reads the current state (the
 // snapshot the policy holder publishes) when it answers, so a burst of rings
@@ -192,4 +202,20 @@ type DecideRequest struct {
 	ID       string
 	Decision requests.Decision
 	Reply    chan<- error
+}
+
+// AuditLine is one encoded audit-log line (JSON ending in "\n") for the
+// file at Path: the audit_log of the snapshot the call or change belongs
+// to, so a reload that moves the log never moves a line already queued.
+type AuditLine struct {
+	Path string
+	Line []byte
+}
+
+// UpstreamStates asks the registry, which holds the bridges' latest
+// offers, for each upstream server's state (the metrics' scrape): "running"
+// when it offers tools, "down" when its bridge withdrew them. Reply has
+// room for the answer.
+type UpstreamStates struct {
+	Reply chan<- map[string]string
 }

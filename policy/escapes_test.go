@@ -211,7 +211,7 @@ func TestUnprovenShortFlagValueIsAPositional(t *testing.T) {
 		if got, want := strings.Join(d.Argv, " "), "/usr/bin/git -P status -C /srv"; got != want {
 			t.Errorf("argv: got %q, want %q", got, want)
 		}
-		want := []PathArg{{"-C", "/srv"}, {"", "status"}}
+		want := []PathArg{{Flag: "-C", Value: "/srv"}, {Value: "status"}}
 		if len(d.Paths) != len(want) || d.Paths[0] != want[0] || d.Paths[1] != want[1] {
 			t.Errorf("paths: got %+v, want %+v", d.Paths, want)
 		}

@@ -38,7 +38,39 @@ type Decision struct {
 	Paths []PathArg
 
 	tool string
+	// rule is the tool's rule for the call's subcommand, when it has one,
+	// even where Rule is left nil (a deny rule covers it): its redact
+	// constraints hide values in the denial text.
+	rule *Rule
+	// masks replace argv tokens that carry a redacted value, for Shown.
+	masks []mask
 }
+
+// mask replaces argv[at] with shown wherever the argv is displayed.
+type mask struct {
+	at    int
+	shown string
+}
+
+// Shown is Argv as wraptool shows it (the audit log, logs, denial texts):
+// the value of every flag with redact: true replaced by Redacted
+// ("--token=***", "-p", "***"). It is Argv itself when nothing is hidden;
+// the child always gets Argv.
+func (d Decision) Shown() []string {
+	if len(d.masks) == 0 {
+		return d.Argv
+	}
+	out := append([]string(nil), d.Argv...)
+	for _, m := range d.masks {
+		if m.at < len(out) {
+			out[m.at] = m.shown
+		}
+	}
+	return out
+}
+
+// Redacted reports whether Shown hides anything.
+func (d Decision) Redacted() bool { return len(d.masks) > 0 }
 
 // PathArg is one client-chosen argv token the runner checks against
 // wraptool's own files.
@@ -48,6 +80,10 @@ type PathArg struct {
 	Flag string
 	// Value is the token as it reaches argv.
 	Value string
+	// Redact marks a value a refusal must not show (an unproven short
+	// flag's value, held to the positional rules, whose constraint has
+	// redact: true).
+	Redact bool
 }
 
 // Subject names the token in a refusal: "value of '--output'", or
@@ -56,6 +92,9 @@ type PathArg struct {
 func (a PathArg) Subject() string {
 	if a.Flag != "" {
 		return "value of '" + a.Flag + "'"
+	}
+	if a.Redact {
+		return "positional argument '" + Redacted + "'"
 	}
 	return "positional argument " + Quote(a.Value)
 }
@@ -69,9 +108,9 @@ func (d Decision) Refuse(kind Kind, reason string) Decision {
 	if !d.Allowed() {
 		return d
 	}
-	tokens := append([]string{d.tool}, d.Argv[1:]...)
+	tokens := append([]string{d.tool}, d.Shown()[1:]...)
 	d.Refusal = newRefusal(kind, reason, quoteCommand(tokens), nil)
-	d.Argv, d.Paths = nil, nil
+	d.Argv, d.Paths, d.masks = nil, nil, nil
 	return d
 }
 
@@ -91,6 +130,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 	}
 	args, argsOK := positional(c.Params[ArgsProperty])
 	r := t.rule(c.Subcommand)
+	d.rule = r
 	// Deny rules see the command as it would run: the subcommand, then the
 	// unproven short values a tool may read as positionals, then args.
 	tokens := args
@@ -142,6 +182,8 @@ func (p *Policy) Evaluate(c Call) Decision {
 		// positionals are the tokens held to the positional rules, in
 		// argv order: unproven short values, then args.
 		positionals []string
+		// hidden marks the positionals that are redacted values.
+		hidden map[int]bool
 	)
 	for i := range r.flags {
 		f := &r.flags[i]
@@ -161,13 +203,22 @@ func (p *Policy) Evaluate(c Call) Decision {
 			continue
 		case f.Attached && IsShortFlag(f.Flag):
 			argv = append(argv, f.Flag+val)
+			d.hide(f, len(argv)-1, f.Flag+Redacted)
 		case IsShortFlag(f.Flag):
 			argv = append(argv, f.Flag, val)
+			d.hide(f, len(argv)-1, Redacted)
 		default:
 			argv = append(argv, f.Flag+"="+val)
+			d.hide(f, len(argv)-1, f.Flag+"="+Redacted)
 		}
 		switch {
 		case f.Unproven:
+			if f.Redact {
+				if hidden == nil {
+					hidden = map[int]bool{}
+				}
+				hidden[len(positionals)] = true
+			}
 			positionals = append(positionals, val)
 		case f.Type == TypeString:
 			paths = append(paths, PathArg{Flag: f.Flag, Value: val})
@@ -201,22 +252,30 @@ func (p *Policy) Evaluate(c Call) Decision {
 		return d.refused(c, r, KindArgCount, "at most "+strconv.Itoa(r.positionalMax)+" positional "+noun+
 			" allowed for '"+r.command+"' (got "+strconv.Itoa(n)+")")
 	}
-	for _, a := range positionals {
+	// shown quotes the i-th positional for a refusal, hiding a redacted
+	// value.
+	shown := func(i int) string {
+		if hidden[i] {
+			return "'" + Redacted + "'"
+		}
+		return Quote(positionals[i])
+	}
+	for i, a := range positionals {
 		switch {
 		case strings.HasPrefix(a, "-"):
-			return d.refused(c, r, KindArg, "positional argument "+Quote(a)+" looks like a flag; pass flags as named parameters")
+			return d.refused(c, r, KindArg, "positional argument "+shown(i)+" looks like a flag; pass flags as named parameters")
 		case strings.IndexByte(a, 0) >= 0:
-			return d.refused(c, r, KindArg, "positional argument "+Quote(a)+" contains a NUL byte")
+			return d.refused(c, r, KindArg, "positional argument "+shown(i)+" contains a NUL byte")
 		}
 	}
 	for i, a := range positionals {
 		if pat := r.argPattern(i); pat != nil && !pat.re.MatchString(a) {
-			return d.refused(c, r, KindArgPattern, "positional argument "+Quote(a)+" does not match pattern "+Quote(pat.src))
+			return d.refused(c, r, KindArgPattern, "positional argument "+shown(i)+" does not match pattern "+Quote(pat.src))
 		}
 	}
 	argv = append(argv, args...)
-	for _, a := range positionals {
-		paths = append(paths, PathArg{Value: a})
+	for i, a := range positionals {
+		paths = append(paths, PathArg{Value: a, Redact: hidden[i]})
 	}
 
 	if v, ok := c.Params[CwdProperty]; ok && v != nil {
@@ -306,8 +365,17 @@ func (d Decision) refused(c Call, r *Rule, kind Kind, reason string) Decision {
 	case KindFlagNotAllowed, KindFlagDenied, KindRequired:
 		allowed = r
 	}
-	d.Refusal = newRefusal(kind, reason, quoteCommand(renderCall(c, r)), allowed)
+	d.Refusal = newRefusal(kind, reason, quoteCommand(renderCall(c, r, d.rule)), allowed)
+	d.Argv, d.Paths, d.masks = nil, nil, nil
 	return d
+}
+
+// hide records that argv[at], the value of f, is shown as shown when f's
+// constraint has redact: true.
+func (d *Decision) hide(f *Flag, at int, shown string) {
+	if f.Redact {
+		d.masks = append(d.masks, mask{at: at, shown: shown})
+	}
 }
 
 // positional reads the "args" parameter: absent or null is none; anything

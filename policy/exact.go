@@ -18,12 +18,39 @@ import (
 // object where a flag's value belongs, a positional argument that is not a
 // string): no exact call can be made of such a call.
 func (p *Policy) Command(c Call) (tokens []string, ok bool) {
+	tokens, _, ok = p.command(c, false)
+	return tokens, ok
+}
+
+// ShownCommand is Command as wraptool shows it: the value of every flag
+// with redact: true replaced by Redacted. hidden reports whether it
+// replaced any; such a call is never named for an exact-call request
+// (CONTRACT §13), since the operator could not see what they approve.
+func (p *Policy) ShownCommand(c Call) (tokens []string, hidden, ok bool) {
+	return p.command(c, true)
+}
+
+// command renders the call for Command (mask false) or ShownCommand.
+func (p *Policy) command(c Call, mask bool) (tokens []string, hidden, ok bool) {
 	t := p.tools[c.Tool]
 	if t == nil {
-		return nil, false
+		return nil, false, false
 	}
 	tokens = append([]string{c.Tool}, c.Subcommand...)
 	r := t.rule(c.Subcommand)
+	// masked renders v, hiding it when mask is set and the rule redacts
+	// the parameter name: a value that reaches argv becomes Redacted.
+	masked := func(name string, f *Flag, v any) any {
+		if !mask || !r.Redacts(name) || f.Type == TypeBoolean {
+			return v
+		}
+		switch v {
+		case nil, false, "false", true, "true":
+			return v
+		}
+		hidden = true
+		return Redacted
+	}
 	seen := map[string]bool{ArgsProperty: true, CwdProperty: true}
 	if r != nil {
 		for i := range r.flags {
@@ -33,8 +60,8 @@ func (p *Policy) Command(c Call) (tokens []string, ok bool) {
 				continue
 			}
 			seen[f.Property] = true
-			if tokens, ok = f.render(tokens, v); !ok {
-				return nil, false
+			if tokens, ok = f.render(tokens, masked(f.Property, f, v)); !ok {
+				return nil, false, false
 			}
 		}
 	}
@@ -43,15 +70,15 @@ func (p *Policy) Command(c Call) (tokens []string, ok bool) {
 		if v := c.Params[b.name]; v == true || v == "true" {
 			f.Type = TypeBoolean
 		}
-		if tokens, ok = f.render(tokens, c.Params[b.name]); !ok {
-			return nil, false
+		if tokens, ok = f.render(tokens, masked(b.name, &f, c.Params[b.name])); !ok {
+			return nil, false, false
 		}
 	}
 	args, argsOK := positional(c.Params[ArgsProperty])
 	if !argsOK {
-		return nil, false
+		return nil, false, false
 	}
-	return append(tokens, args...), true
+	return append(tokens, args...), hidden, true
 }
 
 // render appends the flag as argv would carry it: a boolean as the bare flag
@@ -118,7 +145,7 @@ func (p *Policy) EvaluateExact(c Call) Decision {
 	}
 	t := p.tools[c.Tool]
 	r := t.rule(c.Subcommand)
-	refused := Decision{tool: c.Tool}
+	refused := Decision{tool: c.Tool, rule: r}
 	tokens, ok := p.Command(c)
 	if !ok {
 		return refused.refused(c, r, KindValue, "an exact call needs every value to be a string, a number or a boolean")
@@ -201,6 +228,13 @@ func (p *Policy) EvaluateExact(c Call) Decision {
 	refused.Rule = r
 	refused.Argv = append([]string{t.binary}, tokens[1:]...)
 	refused.Paths = paths
+	if shown, hidden, _ := p.ShownCommand(c); hidden && len(shown) == len(tokens) {
+		for i := range shown {
+			if shown[i] != tokens[i] {
+				refused.masks = append(refused.masks, mask{at: i, shown: shown[i]})
+			}
+		}
+	}
 	return refused
 }
 

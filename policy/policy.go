@@ -41,6 +41,7 @@ type Rule struct {
 	flags         []Flag // allowed flags in schema order
 	byProp        map[string]int
 	denied        map[string]string // property → denied flag
+	redacted      map[string]bool   // properties whose values are shown as Redacted
 	positionalMax int               // -1: no limit
 	argPatterns   []argPattern      // the n-th applies to the n-th positional, the last to the rest
 	exposed       bool
@@ -86,6 +87,9 @@ type Flag struct {
 	// positional argument: a tool that reads -X as a switch reads that
 	// value as a positional (git -P config … runs git config).
 	Unproven bool
+	// Redact hides the value wherever a call is shown (a redact: true
+	// constraint): Redacted stands in its place.
+	Redact bool
 
 	re *regexp.Regexp
 }
@@ -136,6 +140,7 @@ func compileRule(t *tool, a *AllowRule, helps Helps) (*Rule, error) {
 		command:       strings.Join(append([]string{t.name}, a.Subcommand...), " "),
 		byProp:        map[string]int{},
 		denied:        map[string]string{},
+		redacted:      map[string]bool{},
 		positionalMax: -1,
 	}
 	for _, tok := range a.Subcommand {
@@ -166,6 +171,11 @@ func compileRule(t *tool, a *AllowRule, helps Helps) (*Rule, error) {
 	for f, c := range a.FlagConstraints {
 		if c != nil && c.Deny {
 			r.denied[PropertyName(f)] = f
+		}
+		if c != nil && c.Redact {
+			// By property, so a stray spelling ("--token" for "token")
+			// or a denied flag is hidden too.
+			r.redacted[PropertyName(f)] = true
 		}
 	}
 	var listed []string
@@ -200,7 +210,7 @@ func compileRule(t *tool, a *AllowRule, helps Helps) (*Rule, error) {
 			}
 		}
 		if c != nil {
-			fl.Required, fl.Min, fl.Max, fl.Pattern = c.Required, c.Min, c.Max, c.Pattern
+			fl.Required, fl.Min, fl.Max, fl.Pattern, fl.Redact = c.Required, c.Min, c.Max, c.Pattern, c.Redact
 			if c.Pattern != "" {
 				re, err := regexp.Compile(AnchorPattern(c.Pattern))
 				if err != nil {
@@ -288,6 +298,12 @@ func (r *Rule) ArgPatterns() []string {
 		out[i] = p.src
 	}
 	return out
+}
+
+// Redacts reports whether the parameter name (a property, or a flag
+// written with its dashes) stands for a flag whose value the rule hides.
+func (r *Rule) Redacts(name string) bool {
+	return r != nil && r.redacted[PropertyName(name)]
 }
 
 // Exposed reports whether the rule is served (no deny rule covers it).

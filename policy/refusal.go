@@ -82,8 +82,10 @@ func newRefusal(kind Kind, reason, command string, allowed *Rule) *Refusal {
 
 // renderCall lists the tokens a call would have run as: the tool key, the
 // subcommand, the flags (known ones in schema order, then the rest by name)
-// and the positional arguments. It runs only for refusals.
-func renderCall(c Call, r *Rule) []string {
+// and the positional arguments. The value of every parameter secret's
+// redact constraints cover is shown as Redacted (secret is the tool's rule
+// for the subcommand, which r may leave out). It runs only for refusals.
+func renderCall(c Call, r, secret *Rule) []string {
 	tokens := append([]string{c.Tool}, c.Subcommand...)
 	seen := map[string]bool{ArgsProperty: true, CwdProperty: true}
 	if r != nil {
@@ -96,6 +98,9 @@ func renderCall(c Call, r *Rule) []string {
 			if f.Type == TypeBoolean && (v == true || v == "true") {
 				tokens = append(tokens, f.Flag)
 			} else if !(f.Type == TypeBoolean && (v == false || v == "false")) {
+				if secret.Redacts(f.Property) {
+					v = Redacted
+				}
 				tokens = appendValued(tokens, f.Flag, v)
 			}
 		}
@@ -104,6 +109,9 @@ func renderCall(c Call, r *Rule) []string {
 		if v := c.Params[b.name]; v == true {
 			tokens = append(tokens, b.flag)
 		} else {
+			if secret.Redacts(b.name) {
+				v = Redacted
+			}
 			tokens = appendValued(tokens, b.flag, v)
 		}
 	}

@@ -39,6 +39,22 @@ type Constraint struct {
 	Pattern string `yaml:"pattern"`
 	// Deny refuses the flag outright.
 	Deny bool `yaml:"deny"`
+	// Redact hides the flag's value wherever wraptool shows a call: the
+	// audit log, the server's logs (debug included) and denial texts show
+	// Redacted in its place. The child still gets the real value. Use it
+	// for tokens and passwords a tool can only take on its command line.
+	Redact bool `yaml:"redact"`
+}
+
+// Redacted stands in for the value of a flag whose constraint has
+// redact: true.
+const Redacted = "***"
+
+// Redacts reports whether the rule hides flag's value (a redact: true
+// constraint), whether the flag is allowed, denied or not listed.
+func (r *AllowRule) Redacts(flag string) bool {
+	c := r.FlagConstraints[flag]
+	return c != nil && c.Redact
 }
 
 // ArgConstraints bound positional arguments. Without Pattern or Patterns a

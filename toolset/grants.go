@@ -317,9 +317,14 @@ type Denial struct {
 // remembering the call for an exact-call request when it can be named.
 func (st *State) denial(name string, call policy.Call, raw json.RawMessage, rt Runtime, r *policy.Refusal) *mcp.CallToolResult {
 	d := Denial{Denied: true, Reason: r.Reason}
-	if command, ok := st.base().Command(call); ok {
-		d.Command = command
-		d.CallID = st.remember(name, call, raw, rt, command)
+	if shown, hidden, ok := st.base().ShownCommand(call); ok {
+		d.Command = shown
+		// A call that gives a redacted flag is never named for an
+		// exact-call request: the operator could not see what they
+		// would approve (CONTRACT §13).
+		if !hidden {
+			d.CallID = st.remember(name, call, raw, rt, shown)
+		}
 	}
 	res := errorResult(r.Text)
 	res.StructuredContent = d

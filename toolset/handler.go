@@ -62,6 +62,11 @@ type State struct {
 	// path, which a grant decided in a client records.
 	ElicitTokens map[string]string
 	ConfigPath   string
+	// Audit queues each call's audit line (CONTRACT §12); nil when the
+	// audit log is off. AuditPolicy is the hash the line records as
+	// "policy" (see AuditPolicy): PolicyHash with the grants in force.
+	Audit       Auditor
+	AuditPolicy string
 }
 
 // base is the policy that decides a call before any grant.
@@ -91,17 +96,25 @@ type Output struct {
 // NewHandler returns the MCP handler for the allow rule tool+sub. Each call
 // evaluates the State that current returns when it starts. stop is done when
 // in-flight runs must be killed (the end of the shutdown grace period).
+//
+// Every call, allowed or denied, gets one audit line (State.Audit) and
+// one log line; neither ever shows the value of a flag with redact: true.
 func NewHandler(tool string, sub []string, current func() *State, stop context.Context, log *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		st := current()
 		name := req.Params.Name
+		a := st.auditFor(ctx, stop, req)
+		defer a.done()
 		params, err := decodeArguments(req.Params.Arguments)
 		if err != nil {
 			// The decoder's own text names Go types ("into Go value of
 			// type map[string]interface {}"); the assistant is told what
 			// it sent instead.
+			const reason = "the arguments must be a JSON object of named parameters"
+			log.Info("tool call denied", "tool", bound(name), "kind", "arguments", "reason", reason)
+			a.denied(nil, "arguments", reason)
 			res := errorResult("DENIED: the arguments must be a JSON object of named parameters (got " + jsonKind(req.Params.Arguments) + ").")
-			res.StructuredContent = Denial{Denied: true, Reason: "the arguments must be a JSON object of named parameters"}
+			res.StructuredContent = Denial{Denied: true, Reason: reason}
 			return res, nil
 		}
 		call := policy.Call{Tool: tool, Subcommand: sub, Params: params}
@@ -117,10 +130,19 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 				d, use = gd, u
 			}
 		}
-		if !d.Allowed() {
-			log.Info("tool call denied", "tool", bound(name), "kind", refusal.Kind.String(), "reason", bound(refusal.Reason))
-			return st.denial(name, call, req.Params.Arguments, rt, refusal), nil
+		cwd, _ := params[policy.CwdProperty].(string)
+		a.line.Cwd = cwd
+		deny := func(r *policy.Refusal, attrs ...any) *mcp.CallToolResult {
+			log.Info("tool call denied", append([]any{"tool", bound(name), "kind", r.Kind.String(), "reason", bound(r.Reason)}, attrs...)...)
+			shown, _, _ := st.base().ShownCommand(call)
+			a.denied(shown, r.Kind.String(), r.Reason)
+			return st.denial(name, call, req.Params.Arguments, rt, r)
 		}
+		if !d.Allowed() {
+			return deny(refusal), nil
+		}
+		shown := d.Shown()
+		log.Debug("tool call allowed", "tool", bound(name), "argv", boundAll(shown), "cwd", bound(d.Cwd), "grant", use.ID())
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(stop, cancel)()
@@ -137,23 +159,99 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 		}
 		res, d := Execute(runCtx, d, rt)
 		if !d.Allowed() {
-			log.Info("tool call denied", "tool", bound(name), "kind", d.Refusal.Kind.String(), "reason", bound(d.Refusal.Reason))
-			return st.denial(name, call, req.Params.Arguments, rt, d.Refusal), nil
+			return deny(d.Refusal), nil
 		}
 		var na errNotAdmitted
 		if errors.As(res.Err, &na) {
 			// Another call took the once-grant, or the grant ended while
 			// this one waited: the config's own answer stands.
-			log.Info("tool call denied", "tool", bound(name), "kind", refusal.Kind.String(), "grant", use.id, "why", na.Error())
-			return st.denial(name, call, req.Params.Arguments, rt, refusal), nil
+			return deny(refusal, "grant", use.id, "why", na.Error()), nil
 		}
 		if use != nil {
 			log.Info("tool call", "tool", bound(name), "grant", use.id, "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", bound(errString(res.Err)))
 		} else {
 			log.Info("tool call", "tool", bound(name), "exit_code", res.ExitCode, "duration", res.Duration, "truncated", res.Truncated, "error", bound(errString(res.Err)))
 		}
+		a.ran(shown, res, use)
 		return RunResult(res), nil
 	}
+}
+
+// callAudit builds one call's audit line and queues it when the call
+// ends.
+type callAudit struct {
+	line    CallAudit
+	record  Auditor
+	ctx     context.Context
+	release context.CancelFunc
+	set     bool
+}
+
+// auditFor starts the audit line of a call under st.
+func (st *State) auditFor(ctx, stop context.Context, req *mcp.CallToolRequest) *callAudit {
+	a := &callAudit{record: st.Audit}
+	if a.record == nil {
+		return a
+	}
+	a.ctx, a.release = auditContext(ctx, stop)
+	a.line = CallAudit{Time: time.Now().UTC(), Tool: req.Params.Name, Policy: st.AuditPolicy}
+	a.line.Session, a.line.Client = SessionOf(req)
+	return a
+}
+
+// denied completes the line of a refused call: argv is the command as
+// the denial shows it.
+func (a *callAudit) denied(argv []string, kind, reason string) {
+	a.line.Decision, a.line.Kind, a.line.Reason, a.line.Argv = "denied", kind, reason, argv
+	a.set = true
+}
+
+// ran completes the line of a call that ran (or failed to start).
+func (a *callAudit) ran(argv []string, res runner.Result, use *grantUse) {
+	code := res.ExitCode
+	a.line.Decision, a.line.Argv, a.line.ExitCode = "allowed", argv, &code
+	a.line.DurationMS = res.Duration.Milliseconds()
+	a.line.StdoutBytes, a.line.StderrBytes = len(res.Stdout), len(res.Stderr)
+	a.line.TimedOut, a.line.Error = res.TimedOut, errString(res.Err)
+	if use != nil {
+		a.line.Grant, a.line.GrantOnce, a.line.GrantExact = use.id, use.once, use.exact != nil
+		if !use.until.IsZero() {
+			until := use.until.UTC()
+			a.line.GrantUntil = &until
+		}
+	}
+	a.set = true
+}
+
+// done queues the line, once the call has its outcome. A call that ended
+// without one (its context ended before it ran: the client went away)
+// is still recorded, as allowed with no exit code.
+func (a *callAudit) done() {
+	if a.record == nil {
+		return
+	}
+	defer a.release()
+	if !a.set {
+		a.line.Decision, a.line.Error = "allowed", "the call ended before it ran"
+	}
+	a.record(a.ctx, a.line)
+}
+
+// ID is the grant's id for a log line; "" without a grant.
+func (u *grantUse) ID() string {
+	if u == nil {
+		return ""
+	}
+	return u.id
+}
+
+// boundAll bounds each token for a log line (see bound).
+func boundAll(tokens []string) []string {
+	out := make([]string, len(tokens))
+	for i, t := range tokens {
+		out[i] = bound(t)
+	}
+	return out
 }
 
 // CallProgress is how often a wrapped-tool call whose request carries a

@@ -72,6 +72,9 @@ type Options struct {
 	// SessionTTL is how long a browser session lasts from sign-in; zero
 	// means 12 h.
 	SessionTTL time.Duration
+	// Metrics serves /metrics (the Prometheus text format) once the
+	// admin credentials are checked; nil answers 404 there.
+	Metrics http.Handler
 }
 
 // Defaults for Options.
@@ -120,6 +123,8 @@ type UI struct {
 	// one-slot semaphore rather than a mutex, so a decision queued behind
 	// another one stuck on a file lock still ends with its request.
 	turn chan struct{}
+	// metrics serves /metrics behind the admin credentials; nil for none.
+	metrics http.Handler
 
 	warnMu sync.Mutex
 	warned map[string]bool // request-log warnings already logged
@@ -136,6 +141,7 @@ func New(o Options) *UI {
 		guard:    httpguard.New(&httpguard.Options{MaxBodyBytes: maxBodyBytes}),
 		sessions: newSessions(),
 		turn:     make(chan struct{}, 1),
+		metrics:  o.Metrics,
 		warned:   map[string]bool{},
 	}
 	if u.now == nil {
@@ -299,6 +305,10 @@ func (u *UI) serve(w http.ResponseWriter, r *http.Request) {
 		u.serveAPI(w, r, s, kind)
 		return
 	}
+	if r.URL.Path == "/metrics" {
+		u.serveMetrics(w, r, s, kind)
+		return
+	}
 	if kind != hostUI {
 		refuse(w, r, false, http.StatusForbidden,
 			"forbidden: the admin pages answer only on their own host name, which wraptool serve logs")
@@ -362,4 +372,30 @@ func (u *UI) logWarnings(path string, warns []requests.Warning) {
 		u.warned[key] = true
 		u.log.Warn("request log: skipped a line", "file", path, "warning", w.String())
 	}
+}
+
+// serveMetrics answers GET /metrics with the admin credentials the API
+// takes (CONTRACT §12): the admin bearer token on any loopback name, or the
+// session cookie on the UI's host; 401 otherwise, before anything is read.
+func (u *UI) serveMetrics(w http.ResponseWriter, r *http.Request, s site, kind hostKind) {
+	if u.metrics == nil {
+		refuse(w, r, false, http.StatusNotFound, "no metrics here")
+		return
+	}
+	if !allowMethod(w, r, false, http.MethodGet) {
+		return
+	}
+	auth := r.Header.Get("Authorization")
+	switch {
+	case auth != "" && httpguard.BearerMatches(auth, s.AdminToken):
+	case auth == "" && kind == hostUI:
+		if _, ok := u.session(r, s); !ok {
+			unauthorized(w, r)
+			return
+		}
+	default:
+		unauthorized(w, r)
+		return
+	}
+	u.metrics.ServeHTTP(w, r)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -530,5 +531,47 @@ func TestAnyRequestUnderANewTokenEndsTheOldSessions(t *testing.T) {
 	f.src.setToken(adminToken)
 	if w := f.do(t, call{target: "/", cookie: cookie}); !strings.Contains(w.Body.String(), `action="/login"`) {
 		t.Errorf("a session made before the rotation still opens the page")
+	}
+}
+
+// /metrics answers only with the admin credentials the API takes (CONTRACT
+// §12): 401 without them or with the MCP token, the registry's text with
+// the admin token or a session on the UI host; GET only; 404 without a
+// metrics handler.
+func TestMetricsNeedTheAdminCredentials(t *testing.T) {
+	t.Parallel()
+	served := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "wraptool_sessions 1\n") })
+	f := newFixture(t, func(o *Options) { o.Metrics = served })
+	cookie, _ := f.signIn(t)
+	for _, tt := range []struct {
+		name string
+		call call
+		want int
+	}{
+		{"no credentials", call{host: "127.0.0.1:8718", target: "/metrics"}, 401},
+		{"the MCP token", call{host: "127.0.0.1:8718", target: "/metrics", header: bearer(mcpToken)}, 401},
+		{"the admin token on 127.0.0.1", call{host: "127.0.0.1:8718", target: "/metrics", header: bearer(adminToken)}, 200},
+		{"the admin token on localhost", call{host: "localhost:8718", target: "/metrics", header: bearer(adminToken)}, 200},
+		{"the session on the UI host", call{target: "/metrics", cookie: cookie}, 200},
+		{"the session on a loopback host", call{host: "localhost:8718", target: "/metrics", cookie: cookie}, 401},
+		{"a foreign host", call{host: "evil.example:8718", target: "/metrics", header: bearer(adminToken)}, 403},
+		{"POST", call{method: "POST", host: "127.0.0.1:8718", target: "/metrics", header: bearer(adminToken)}, 405},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := f.do(t, tt.call)
+			if w.Code != tt.want {
+				t.Fatalf("status %d, want %d; body %s", w.Code, tt.want, w.Body)
+			}
+			if tt.want == 200 && w.Body.String() != "wraptool_sessions 1\n" {
+				t.Errorf("body %q", w.Body)
+			}
+			if tt.want == 401 && !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("no Bearer challenge")
+			}
+		})
+	}
+	none := newFixture(t)
+	if w := none.do(t, call{host: "127.0.0.1:8718", target: "/metrics", header: bearer(adminToken)}); w.Code != 404 {
+		t.Errorf("without a metrics handler: status %d, want 404", w.Code)
 	}
 }

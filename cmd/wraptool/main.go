@@ -25,6 +25,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // a runtime failure or an invalid config
 	exitUsage   = 2 // the command line itself is wrong
+	exitDenied  = 3 // check: a denied command line, or a tests file with a mismatch
 )
 
 // exitCode reports err on stderr and picks the exit status. Help asked for
@@ -34,6 +35,10 @@ func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, ff.ErrHelp):
 		return exitOK
+	case errors.Is(err, errDenied):
+		return exitDenied // the verdict is already on stdout
+	case errors.Is(err, errMismatch):
+		return exitFailure // the mismatches are already on stdout
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "wraptool: %v\n", ue.err)
 		if ue.help != "" {

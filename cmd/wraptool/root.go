@@ -100,6 +100,7 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 		a.upCommand(),
 		a.configCommand(),
 		a.requestsCommand(),
+		a.checkCommand(),
 		a.connectCommand(),
 		a.versionCommand(),
 	}

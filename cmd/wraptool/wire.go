@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	oklogrun "github.com/oklog/run"
@@ -20,6 +21,7 @@ import (
 	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/runner"
 	"github.com/wraptool/wraptool/webui"
+	"github.com/wraptool/wraptool/webui/metrics"
 )
 
 // server is `wraptool serve`, wired: every actor, built and linked, not yet
@@ -34,6 +36,8 @@ type server struct {
 	upstreams *actors.Upstreams
 	hub       *actors.Hub
 	requests  *actors.RequestLog
+	audit     *actors.Audit
+	metrics   *metrics.Metrics
 	hooks     *actors.Hooks
 	grants    *actors.Grants
 	reaper    *runner.Reaper
@@ -50,26 +54,29 @@ type server struct {
 func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introspection config.Introspect) *server {
 	log := a.log
 	var (
-		fileEvents      = make(messages.Doorbell, 1)           // watcher → debouncer
-		fileChanged     = make(messages.Doorbell, 1)           // debouncer → loader
-		reloadNow       = make(messages.Doorbell, 1)           // signals (SIGHUP) → loader
-		loaded          = make(chan messages.ConfigLoaded)     // loader → policy holder
-		toolsetChanged  = make(messages.Doorbell, 1)           // policy holder → registry
-		watchSetChanged = make(messages.Doorbell, 1)           // policy holder → watcher
-		appends         = make(chan messages.AppendRequest)    // request-tool handlers → request log
-		upstreamChanged = make(messages.Doorbell, 1)           // policy holder → upstream supervisor
-		offers          = make(chan messages.UpstreamTools)    // bridges → registry
-		logChanged      = make(messages.Doorbell, 1)           // watcher → grants
-		grantsChanged   = make(chan messages.GrantsChanged)    // grants → policy holder
-		uses            = make(chan messages.UseGrant)         // tool handlers → request log
-		filed           = make(chan messages.RequestFiled, 64) // request log → hooks (mcp.on_request)
+		fileEvents      = make(messages.Doorbell, 1)                       // watcher → debouncer
+		fileChanged     = make(messages.Doorbell, 1)                       // debouncer → loader
+		reloadNow       = make(messages.Doorbell, 1)                       // signals (SIGHUP) → loader
+		loaded          = make(chan messages.ConfigLoaded)                 // loader → policy holder
+		toolsetChanged  = make(messages.Doorbell, 1)                       // policy holder → registry
+		watchSetChanged = make(messages.Doorbell, 1)                       // policy holder → watcher
+		appends         = make(chan messages.AppendRequest)                // request-tool handlers → request log
+		upstreamChanged = make(messages.Doorbell, 1)                       // policy holder → upstream supervisor
+		offers          = make(chan messages.UpstreamTools)                // bridges → registry
+		logChanged      = make(messages.Doorbell, 1)                       // watcher → grants
+		grantsChanged   = make(chan messages.GrantsChanged)                // grants → policy holder
+		uses            = make(chan messages.UseGrant)                     // tool handlers → request log
+		filed           = make(chan messages.RequestFiled, 64)             // request log → hooks (mcp.on_request)
+		auditLines      = make(chan messages.AuditLine, actors.AuditQueue) // tool handlers, policy holder, loader → audit writer
 	)
 	s := &server{reaper: reaper}
+	s.audit = actors.NewAudit(actors.AuditOptions{Lines: auditLines, Log: log})
 	// What outlives snapshots: the concurrency slots, the reaper, the
-	// denial memory, and the way to consume a once-grant (through the
-	// request-log writer, built below).
+	// denial memory, the way to consume a once-grant (through the
+	// request-log writer, built below), and the audit writer.
 	shared := actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper,
-		Denials: toolset.NewDenials(), UseGrant: func(ctx context.Context, id string) error { return s.requests.UseGrant(ctx, id) }}
+		Denials: toolset.NewDenials(), UseGrant: func(ctx context.Context, id string) error { return s.requests.UseGrant(ctx, id) },
+		Audit: s.audit}
 
 	s.grants = actors.NewGrants(actors.GrantsOptions{LogChanged: logChanged, Out: grantsChanged, Log: log})
 	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{
@@ -83,10 +90,21 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		Snapshots: s.holder, WatchSetChanged: watchSetChanged, FileEvents: fileEvents, LogChanged: logChanged, Log: log,
 	})
 	s.debouncer = actors.NewDebouncer(actors.DebouncerOptions{FileEvents: fileEvents, FileChanged: fileChanged})
+	// Metrics (served on the admin listener): gauges read at scrape time
+	// from what the actors below hold, counters pushed by the loader and
+	// by a middleware on every tool call.
+	src := &metricSource{holder: s.holder, auditWaits: s.audit.Waited, auditLost: s.audit.Lost}
+	s.metrics = metrics.New(src)
+	s.metrics.Loaded(time.Now(), false)
 	s.loader = actors.NewLoader(actors.LoaderOptions{
 		Path: path, Paths: a.configOptions(), Introspect: introspection, Load: a.load, Running: l.Hash,
 		NeedToken:   exposedListener(l.Config),
 		FileChanged: fileChanged, ReloadNow: reloadNow, Loaded: loaded, Log: log,
+		Rejected: func(ctx context.Context, cause string, err error) {
+			s.metrics.Rejected()
+			s.holder.AuditRejected(ctx, cause, err)
+		},
+		Accepted: func(string) { s.metrics.Loaded(time.Now(), true) },
 	})
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
 		Logger: slog.New(actors.Quieter{Handler: log.Handler()}).With("component", "mcp"),
@@ -115,9 +133,17 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
 	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
 	s.registry.Prime()
+	src.server = mcpServer
+	src.upstreams = func() map[string]string {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeWait)
+		defer cancel()
+		return s.registry.UpstreamStates(ctx)
+	}
+	mcpServer.AddReceivingMiddleware(callMetrics(s.metrics))
 	if l.Config.Admin.Listen != "" {
 		s.admin = actors.NewAdmin(actors.AdminOptions{Listen: l.Config.Admin.Listen, Log: log, Handler: func(addr net.Addr) http.Handler {
-			s.ui = webui.New(webui.Options{Source: uiSource{s.holder, a.configOptions()}, Addr: addr, Log: log.With("component", "webui")})
+			s.ui = webui.New(webui.Options{Source: uiSource{s.holder, a.configOptions()}, Addr: addr, Log: log.With("component", "webui"),
+				Metrics: s.metrics.Handler()})
 			return s.ui.Handler()
 		}})
 	}
@@ -141,7 +167,7 @@ func (u uiSource) Current() webui.State {
 // ctx (tests run serve in-process) ends it.
 //
 // The plain actors stop when their own context is cancelled. The hub and
-// the actors that must outlive it (the request-log writer, the hooks it
+// the actors that must outlive it (the request-log and audit writers, the hooks it
 // feeds, the registry, the upstream supervisor) follow one rule: their
 // context ends only when the hub's Run has returned — every call answered
 // or killed — so a request made during the shutdown grace period is still
@@ -185,6 +211,9 @@ func (s *server) run(ctx context.Context) error {
 		stopWaiting func()
 	}{
 		{"request log", s.requests.Run, s.requests.StopWaiting},
+		// The audit writer records every call the hub lets finish, and
+		// writes what is queued when its context ends.
+		{"audit log", s.audit.Run, s.audit.StopWaiting},
 		// The hooks run for as long as the request log can file a
 		// request; they never make the writer wait (it drops what their
 		// queue has no room for).

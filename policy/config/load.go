@@ -26,6 +26,11 @@ const (
 	DefaultTimeout     = 30 * time.Second
 	DefaultInitTimeout = 10 * time.Second
 	DefaultCacheTTL    = 24 * time.Hour
+	// DefaultAuditLog is the audit log's file name when mcp.audit_log is
+	// unset: it lives beside the request log.
+	DefaultAuditLog = "audit.jsonl"
+	// AuditOff, as mcp.audit_log, disables the audit log.
+	AuditOff = "off"
 	// DefaultMaxConcurrentCalls bounds the wrapped-tool children running at
 	// once when mcp.max_concurrent_calls is unset.
 	DefaultMaxConcurrentCalls = 16
@@ -293,6 +298,15 @@ func (c *Config) complete(o *Options) []*Error {
 		c.MCP.RequestLog = filepath.Join(dir, "requests.jsonl")
 	}
 	resolve(mp.key("request_log"), &c.MCP.RequestLog, true)
+	switch c.MCP.AuditLog {
+	case AuditOff:
+	case "":
+		// Beside the request log: one folder holds what was asked and
+		// what ran, and wraptool protects that folder from its tools.
+		c.MCP.AuditLog = filepath.Join(filepath.Dir(c.MCP.RequestLog), DefaultAuditLog)
+	default:
+		resolve(mp.key("audit_log"), &c.MCP.AuditLog, true)
+	}
 	for i := range c.MCP.AllowedCwdRoots {
 		resolve(mp.key("allowed_cwd_roots").index(i), &c.MCP.AllowedCwdRoots[i], true)
 	}

@@ -25,6 +25,7 @@ func TestLoadAppliesDefaults(t *testing.T) {
 		{"mcp.transport", c.MCP.Transport, "sse"},
 		{"mcp.log_level", c.MCP.LogLevel, "info"},
 		{"mcp.request_log", c.MCP.RequestLog, filepath.Join(home, ".local/share/wraptool/requests.jsonl")},
+		{"mcp.audit_log beside the request log", c.MCP.AuditLog, filepath.Join(home, ".local/share/wraptool/audit.jsonl")},
 		{"tool timeout", c.Tools["git"].Timeout, 30 * time.Second},
 		{"tool cache_ttl", c.Tools["git"].Introspection.CacheTTL, 24 * time.Hour},
 		{"server timeout", c.MCPServers["fs"].Timeout, 30 * time.Second},
@@ -64,6 +65,7 @@ mcp_servers:
 	checks := []struct{ name, got, want string }{
 		{"mcp.auth_token_file", c.MCP.AuthTokenFile, filepath.Join(home, "mcp-token")},
 		{"mcp.request_log", c.MCP.RequestLog, filepath.Join(dir, "logs/requests.jsonl")},
+		{"mcp.audit_log follows the request log's folder", c.MCP.AuditLog, filepath.Join(dir, "logs/audit.jsonl")},
 		{"mcp.allowed_cwd_roots[0]", c.MCP.AllowedCwdRoots[0], filepath.Join(dir, "dir")},
 		{"mcp.allowed_cwd_roots[1]", c.MCP.AllowedCwdRoots[1], home},
 		{"admin.auth_token_file", c.Admin.AuthTokenFile, filepath.Join(dir, "tok/b")},
@@ -305,6 +307,33 @@ func TestPlatformPaths(t *testing.T) {
 			got, err := tc.fn(tc.o)
 			if err != nil || got != tc.want {
 				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// mcp.audit_log: "off" stays off (and is no file wraptool protects), a
+// path resolves like every path field.
+func TestLoadAuditLog(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	cases := []struct {
+		name, yaml, want string
+		enabled          bool
+	}{
+		{"off disables it", base + "  audit_log: \"off\"\n", "off", false},
+		{"a relative path is taken from the config's folder", base + "  audit_log: logs/a.jsonl\n", filepath.Join(dir, "logs/a.jsonl"), true},
+		{"~ expands", base + "  audit_log: ~/a.jsonl\n", filepath.Join(dir, "home/a.jsonl"), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := mustParse(t, dir, tc.yaml)
+			if c.MCP.AuditLog != tc.want || c.AuditEnabled() != tc.enabled {
+				t.Errorf("audit_log = %q (enabled %v), want %q (%v)", c.MCP.AuditLog, c.AuditEnabled(), tc.want, tc.enabled)
+			}
+			if got := c.OwnFiles(); slices.Contains(got, tc.want) != tc.enabled {
+				t.Errorf("OwnFiles %v: audit log protected = %v, want %v", got, !tc.enabled, tc.enabled)
 			}
 		})
 	}

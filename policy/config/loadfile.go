@@ -235,7 +235,7 @@ func (c *Config) ReadOverrides(tool string) ([]byte, error) {
 
 // OwnFiles lists, as absolute paths, wraptool's own files besides the config
 // that the config names: token files, env files, overrides files, the
-// request log and the grants key beside it. A wrapped tool must never be pointed at one of them or the
+// request log and the grants key beside it, the audit log. A wrapped tool must never be pointed at one of them or the
 // folders holding them: a tool told where to write could otherwise rewrite
 // the gate.
 func (c *Config) OwnFiles() []string {
@@ -243,8 +243,15 @@ func (c *Config) OwnFiles() []string {
 	if c.MCP.RequestLog != "" {
 		files = append(files, GrantsKeyPath(c.MCP.RequestLog))
 	}
+	if c.AuditEnabled() {
+		files = append(files, c.MCP.AuditLog)
+	}
 	return absolute(files)
 }
+
+// AuditEnabled reports whether the config keeps an audit log (mcp.audit_log
+// is not "off").
+func (c *Config) AuditEnabled() bool { return c.MCP.AuditLog != "" && c.MCP.AuditLog != AuditOff }
 
 // GrantsKeyPath is where the key that signs temporary grants lives: beside
 // the request log (CONTRACT §13). It is the path requests.KeyPath gives; the

@@ -50,6 +50,10 @@ type MCP struct {
 	// RequestLog is the capability-request JSONL file. Default
 	// $XDG_DATA_HOME/wraptool/requests.jsonl (or the platform equivalent).
 	RequestLog string `yaml:"request_log"`
+	// AuditLog is the audit JSONL file: one line per tool call and per
+	// policy change (CONTRACT §12). Default audit.jsonl beside RequestLog;
+	// AuditOff ("off") disables it. It must not be the request log.
+	AuditLog string `yaml:"audit_log"`
 	// AllowedCwdRoots, when non-empty, confine a client-supplied cwd to
 	// these directories (symlinks resolved on both sides).
 	AllowedCwdRoots []string `yaml:"allowed_cwd_roots"`

@@ -97,6 +97,7 @@ func (v *validator) mcp() {
 		// them forge one.
 		v.private(p.key("request_log"), GrantsKeyPath(m.RequestLog), secret)
 	}
+	v.auditLog(p.key("audit_log"), m)
 	v.tokenFile(p.key("auth_token_file"), m.AuthTokenFile)
 	v.onRequest(p.key("on_request"), m.OnRequest)
 	names := map[string]bool{}
@@ -118,6 +119,33 @@ func (v *validator) mcp() {
 		v.tokenFile(ep.key("token_file"), ec.TokenFile)
 	}
 	v.distinctTokens()
+}
+
+// auditLog checks mcp.audit_log: a file of its own, not the request log
+// (their lines differ, and readers of either would skip the other's), nor
+// a directory.
+func (v *validator) auditLog(p fieldPath, m *MCP) {
+	if m.AuditLog == AuditOff || m.AuditLog == "" {
+		return
+	}
+	if same(m.AuditLog, m.RequestLog) {
+		v.fail(p, "%s is the request log; the audit log needs a file of its own (or \"off\")", m.AuditLog)
+		return
+	}
+	if info, err := os.Stat(m.AuditLog); err == nil && info.IsDir() {
+		v.fail(p, "%s is a directory", m.AuditLog)
+	}
+}
+
+// same reports whether a and b name one file: equal once cleaned, or the
+// same file on disk.
+func same(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ai, aerr := os.Stat(a)
+	bi, berr := os.Stat(b)
+	return aerr == nil && berr == nil && os.SameFile(ai, bi)
 }
 
 // validClientName accepts what may stand in a prompt and a decision line:
@@ -406,7 +434,15 @@ func (v *validator) constraint(p fieldPath, flag string, k *policy.Constraint, r
 		}
 		v.pattern(p.key("pattern"), k.Pattern)
 	}
-	if slices.Contains(r.Seeded, flag) && (k.Type != "" || k.Min != nil || k.Max != nil || k.Pattern != "" || k.Required) {
+	if k.Redact {
+		switch {
+		case k.Type == "boolean":
+			v.fail(p.key("redact"), "flag %s is a boolean: it has no value to redact", flag)
+		case !slices.Contains(r.Flags, flag) && !k.Deny && !slices.Contains(r.DenyFlags, flag):
+			v.fail(p.key("redact"), "flag %s is not in flags or deny_flags, so no value of it is ever shown", flag)
+		}
+	}
+	if slices.Contains(r.Seeded, flag) && (k.Type != "" || k.Min != nil || k.Max != nil || k.Pattern != "" || k.Required || k.Redact) {
 		v.fail(p, "constrains the help flag %s, which the rule does not list: a seeded help flag is a switch that runs alone; "+
 			"list %s in flags to give it a type (on psql, -h is the host), or use deny: true to refuse it", flag, flag)
 	}

@@ -83,6 +83,16 @@ func TestValidateRejects(t *testing.T) {
 		{"only ~ and ~/ expand", base + "  request_log: ~bob/log\n",
 			3, "mcp.request_log", `only ~ and ~/ are expanded, got "~bob/log"`},
 
+		// mcp.audit_log (CONTRACT §2, §12)
+		{"the audit log may not be the request log", base + "  request_log: $T/r.jsonl\n  audit_log: $T/r.jsonl\n",
+			4, "mcp.audit_log", "is the request log; the audit log needs a file of its own"},
+		{"the audit log may not be the request log by another spelling", base + "  request_log: $T/r.jsonl\n  audit_log: $T/dir/../r.jsonl\n",
+			4, "mcp.audit_log", "is the request log"},
+		{"the audit log may not be a directory", base + "  audit_log: $T/dir\n",
+			3, "mcp.audit_log", "dir is a directory"},
+		{"only ~ and ~/ expand in audit_log", base + "  audit_log: ~bob/a\n",
+			3, "mcp.audit_log", `only ~ and ~/ are expanded, got "~bob/a"`},
+
 		// mcp.on_request (CONTRACT §15): no shell, no inline program.
 		{"a shell as the hook is refused", base + "  on_request: [sh, -c, \"notify-send {summary}\"]\n",
 			3, "mcp.on_request[0]", `"sh" is a shell or runs its arguments as a program`},
@@ -195,6 +205,14 @@ func TestValidateRejects(t *testing.T) {
 			8, "tools.git.allow[1]", `gives the MCP tool name "git_pull", already given by tools.git.allow[0]`},
 		{"rules of two tools may collide", base + tool + "    allow:\n      - subcommand: [pull]\n  git_pull:\n    binary: $T/bin/tool\n    allow:\n      - subcommand: []\n",
 			11, "tools.git_pull.allow[0]", `gives the MCP tool name "git_pull", already given by tools.git.allow[0]`},
+		{"redact on a boolean flag is refused", base + tool + "    allow:\n      - flags: [--x]\n        flag_constraints:\n          \"--x\": {type: boolean, redact: true}\n",
+			9, `tools.git.allow[0].flag_constraints["--x"].redact`, "flag --x is a boolean: it has no value to redact"},
+		{"redact on a flag listed nowhere is refused", base + tool + "    allow:\n      - flags: [--x]\n        flag_constraints:\n          \"--y\": {redact: true}\n",
+			9, `tools.git.allow[0].flag_constraints["--y"].redact`, "flag --y is not in flags or deny_flags"},
+		{"redact on a seeded help flag is refused", base + tool + "    allow:\n      - flags: [--x]\n        flag_constraints:\n          \"--help\": {redact: true}\n",
+			9, `tools.git.allow[0].flag_constraints["--help"]`, "constrains the help flag --help"},
+		{"a non-boolean redact is refused", base + tool + "    allow:\n      - flags: [--x]\n        flag_constraints:\n          \"--x\": {redact: yes please}\n",
+			9, `tools.git.allow[0].flag_constraints["--x"].redact`, `want true or false, got "yes please"`},
 		{"a flag that is not -X or --name is refused", base + tool + "    allow:\n      - flags: [force]\n",
 			7, "tools.git.allow[0].flags[0]", `"force" is not a flag`},
 		{"combined short flags are refused", base + tool + "    allow:\n      - flags: [-rf]\n",

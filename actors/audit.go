@@ -1,0 +1,344 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/jsonl"
+	"github.com/wraptool/wraptool/toolset"
+)
+
+// The audit log's limits. AuditQueue lines wait between the calls and the
+// writer; a call that finds the queue full waits for room (counted by
+// Waited) rather than lose its line. The file rotates by size: past
+// AuditMaxBytes it becomes audit.jsonl.1, and AuditKeep rotated files are
+// kept (audit.jsonl.1 … audit.jsonl.5), so the log takes at most
+// (AuditKeep+1) × AuditMaxBytes, 384 MiB, on disk.
+const (
+	AuditQueue    = 4096
+	AuditMaxBytes = 64 << 20
+	AuditKeep     = 5
+)
+
+// auditAttempts is how often the writer tries a batch before it gives the
+// lines up as lost: three lock timeouts (15 s) ride out another process
+// holding the file, while a file that cannot be written at all (a full
+// disk) must not stop every tool call.
+const auditAttempts = 3
+
+// auditBatch is the most lines the writer appends under one lock.
+const auditBatch = 256
+
+// Audit is the server's audit-log writer (CONTRACT §12): tool handlers,
+// the policy holder and the loader queue lines (Call, Policy), and Run
+// appends them, in the order queued, to the file each line names, through
+// jsonl (lock, torn-line repair, mode 0600) with size-based rotation.
+//
+// Like the request log it must outlive the hub: serve runs it with a
+// context that ends only once the hub has stopped, and when that context
+// ends Run still writes what is queued, so a call answered in the
+// shutdown grace is audited. A lock wait gives up at once from the moment
+// StopWaiting is called (one attempt is still made), so no other process
+// can keep the server from stopping.
+type Audit struct {
+	queue  chan messages.AuditLine
+	limit  int64
+	keep   int
+	log    *slog.Logger
+	now    func() time.Time
+	done   chan struct{}
+	waited atomic.Uint64
+	lost   atomic.Uint64
+
+	waits    context.Context
+	endWaits context.CancelFunc
+	files    map[string]*jsonl.Rotating
+}
+
+// AuditOptions configure an Audit. The zero value is the contract's
+// figures.
+type AuditOptions struct {
+	// Lines is the queue (the wiring's AuditLines link); nil makes one of
+	// length Queue.
+	Lines chan messages.AuditLine
+	// Queue is the length of the queue made when Lines is nil; zero means
+	// AuditQueue.
+	Queue int
+	// MaxBytes is the size past which a file rotates; zero means
+	// AuditMaxBytes, negative never.
+	MaxBytes int64
+	// Keep is how many rotated files are kept; zero means AuditKeep.
+	Keep int
+	// Now stamps policy lines; nil means time.Now.
+	Now func() time.Time
+	// Log receives write failures; nil discards them.
+	Log *slog.Logger
+}
+
+// NewAudit builds the writer; Run serves it.
+func NewAudit(o AuditOptions) *Audit {
+	if o.Queue <= 0 {
+		o.Queue = AuditQueue
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = AuditMaxBytes
+	}
+	if o.Keep <= 0 {
+		o.Keep = AuditKeep
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Lines == nil {
+		o.Lines = make(chan messages.AuditLine, o.Queue)
+	}
+	waits, endWaits := context.WithCancel(context.Background())
+	return &Audit{queue: o.Lines, limit: o.MaxBytes, keep: o.Keep,
+		log: logger(o.Log, "audit"), now: o.Now, done: make(chan struct{}), waits: waits, endWaits: endWaits,
+		files: map[string]*jsonl.Rotating{}}
+}
+
+// Waited counts the lines whose sender found the queue full and waited
+// for room: a sign the disk is slower than the calls (for metrics). Safe
+// for concurrent use.
+func (a *Audit) Waited() uint64 { return a.waited.Load() }
+
+// Lost counts the lines that could not be written after every attempt,
+// or could not be queued before their sender's context ended. Safe for
+// concurrent use.
+func (a *Audit) Lost() uint64 { return a.lost.Load() }
+
+// StopWaiting makes every wait for a file's lock, now and later, give up
+// after one attempt. It never blocks: it is a run-group interrupt.
+func (a *Audit) StopWaiting() { a.endWaits() }
+
+// For returns the toolset.Auditor that queues call lines for the audit
+// log at path (a snapshot's mcp.audit_log).
+func (a *Audit) For(path string) toolset.Auditor {
+	return func(ctx context.Context, c toolset.CallAudit) {
+		c.Event = "call"
+		a.enqueue(ctx, path, c)
+	}
+}
+
+// PolicyAudit is the audit log's line for one policy change (CONTRACT §12):
+// a new snapshot whose policy hash or grants in force differ from the last,
+// or a reload that was rejected.
+type PolicyAudit struct {
+	// Event is "policy".
+	Event string    `json:"event"`
+	Time  time.Time `json:"time"`
+	// Cause is what triggered it: "start", "file", "sighup", "grant",
+	// "grant_expired" or "grant_used".
+	Cause string `json:"cause"`
+	// Outcome is "applied", or "rejected" for a reload whose config did
+	// not load (Error says why; the old policy stays in service).
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+	// Old and New are the audit policy hashes (toolset.AuditPolicy)
+	// before and after; New is "" for a rejected reload.
+	Old string `json:"old"`
+	New string `json:"new"`
+	// ToolsAdded and ToolsRemoved are the exposed MCP tool names that
+	// appeared or went (wrapped tools; upstream tools follow their
+	// servers and are not listed).
+	ToolsAdded   []string `json:"tools_added"`
+	ToolsRemoved []string `json:"tools_removed"`
+	// FlagsAdded and FlagsRemoved map a tool exposed before and after to
+	// the flags it gained or lost.
+	FlagsAdded   map[string][]string `json:"flags_added"`
+	FlagsRemoved map[string][]string `json:"flags_removed"`
+}
+
+// Policy queues a policy line for the audit log at path; a nil Audit or
+// an empty path (the audit log is off) records nothing. It waits for room
+// in the queue while ctx lasts, like a call's line.
+func (a *Audit) Policy(ctx context.Context, path string, p PolicyAudit) {
+	if a == nil || path == "" {
+		return
+	}
+	p.Event = "policy"
+	if p.Time.IsZero() {
+		p.Time = a.now().UTC()
+	}
+	a.enqueue(ctx, path, p)
+}
+
+// enqueue encodes v and queues it: at once when there is room, else
+// waiting (counted) until there is, ctx ends or the writer has stopped.
+func (a *Audit) enqueue(ctx context.Context, path string, v any) {
+	line, err := jsonl.Encode(v)
+	if err != nil {
+		a.lost.Add(1)
+		a.log.Error("audit line does not encode; not written", "error", err)
+		return
+	}
+	m := messages.AuditLine{Path: path, Line: line}
+	select {
+	case <-a.done:
+		a.lost.Add(1)
+		a.log.Error("audit line not written: the writer has stopped", "file", path)
+		return
+	default:
+	}
+	select {
+	case a.queue <- m:
+		return
+	default:
+	}
+	a.waited.Add(1)
+	select {
+	case a.queue <- m:
+	case <-ctx.Done():
+		a.lost.Add(1)
+		a.log.Error("audit line not written: the queue stayed full until the call ended", "file", path)
+	case <-a.done:
+		a.lost.Add(1)
+		a.log.Error("audit line not written: the writer has stopped", "file", path)
+	}
+}
+
+// Run appends queued lines until ctx is done, then writes what is still
+// queued and returns.
+func (a *Audit) Run(ctx context.Context) error {
+	defer func() {
+		for _, f := range a.files {
+			f.Close()
+		}
+	}()
+	defer close(a.done)
+	// Lock waits end with StopWaiting; the loop runs until ctx ends.
+	lockCtx := a.waits
+	batch := make([]messages.AuditLine, 0, auditBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			// The hub has stopped: every call has queued its line. Write
+			// them all; StopWaiting bounds each lock wait.
+			for {
+				batch = a.take(batch[:0])
+				if len(batch) == 0 {
+					return nil
+				}
+				a.write(lockCtx, batch)
+			}
+		case m := <-a.queue:
+			batch = a.take(append(batch[:0], m))
+			a.write(lockCtx, batch)
+		}
+	}
+}
+
+// take adds to batch what is queued now, up to auditBatch lines, without
+// waiting.
+func (a *Audit) take(batch []messages.AuditLine) []messages.AuditLine {
+	for len(batch) < auditBatch {
+		select {
+		case m := <-a.queue:
+			batch = append(batch, m)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// write appends the batch, each run of lines for one file under one lock,
+// in order.
+func (a *Audit) write(ctx context.Context, batch []messages.AuditLine) {
+	for len(batch) > 0 {
+		path := batch[0].Path
+		n := 1
+		for n < len(batch) && batch[n].Path == path {
+			n++
+		}
+		lines := make([][]byte, n)
+		for i := range n {
+			lines[i] = batch[i].Line
+		}
+		a.append(ctx, path, lines)
+		batch = batch[n:]
+	}
+}
+
+// append writes lines to path, trying a failed write again (from the first
+// line not written) up to auditAttempts times before counting the rest as
+// lost.
+func (a *Audit) append(ctx context.Context, path string, lines [][]byte) {
+	f := a.files[path]
+	if f == nil {
+		f = &jsonl.Rotating{Path: path, Limit: a.limit, Keep: a.keep, Waiting: func() {
+			a.log.Warn("the audit log is locked by another process; waiting", "file", path, "up_to", jsonl.LockTimeout)
+		}}
+		a.files[path] = f
+	}
+	var err error
+	for attempt := 1; attempt <= auditAttempts && len(lines) > 0; attempt++ {
+		var n int
+		n, err = f.Append(ctx, lines)
+		lines = lines[n:]
+		if err == nil {
+			return
+		}
+		f.Close() // reopen on the next attempt: the file may have moved
+		if ctx.Err() != nil {
+			break // stopping: one attempt only
+		}
+	}
+	if len(lines) > 0 {
+		a.lost.Add(uint64(len(lines)))
+		a.log.Error("audit lines lost: the audit log could not be written", "file", path, "lines", len(lines), "error", err)
+	}
+}
+
+// policyChange compares two snapshots' exposed tools for a policy line:
+// the tools added and removed, and per tool in both, the flags added and
+// removed (the seeded help flags included). Slices are sorted, never nil.
+func policyChange(old, cur *policy.Policy) (added, removed []string, flagsAdded, flagsRemoved map[string][]string) {
+	added, removed = []string{}, []string{}
+	flagsAdded, flagsRemoved = map[string][]string{}, map[string][]string{}
+	flags := func(r *policy.Rule) []string {
+		var out []string
+		for _, f := range r.Flags() {
+			out = append(out, f.Flag)
+		}
+		return out
+	}
+	for _, r := range cur.Rules() {
+		before, ok := old.Rule(r.Name())
+		if !ok {
+			added = append(added, r.Name())
+			continue
+		}
+		was, now := flags(before), flags(r)
+		if plus := minus(now, was); len(plus) > 0 {
+			flagsAdded[r.Name()] = plus
+		}
+		if gone := minus(was, now); len(gone) > 0 {
+			flagsRemoved[r.Name()] = gone
+		}
+	}
+	for _, r := range old.Rules() {
+		if _, ok := cur.Rule(r.Name()); !ok {
+			removed = append(removed, r.Name())
+		}
+	}
+	return added, removed, flagsAdded, flagsRemoved
+}
+
+// minus is a without b's elements, sorted.
+func minus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,696 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
+)
+
+// recorder stands in for every wrapped binary: a run leaves a line in
+// $DIR/ran, so a test can prove check starts nothing (not even --help for
+// introspection).
+const recorder = "#!/bin/sh\necho \"$0 $*\" >> $DIR/ran\n"
+
+// checkFixture is testdata/check/config.yaml (the policy tests' fixture
+// as an operator writes it) with recording binaries.
+type checkFixture struct {
+	dir string
+	env map[string]string
+}
+
+func newCheckFixture(t *testing.T) *checkFixture {
+	t.Helper()
+	cfg, err := os.ReadFile(filepath.Join("testdata", "check", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := configtest.NewFixture(t, map[string]string{"config.yaml": string(cfg)})
+	for _, bin := range []string{"bin/git", "bin/gcloud"} {
+		configtest.WriteFile(t, filepath.Join(dir, bin), configtest.Expand(recorder, dir), 0o755)
+	}
+	f := &checkFixture{dir: dir, env: map[string]string{"HOME": filepath.Join(dir, "home")}}
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(filepath.Join(dir, "ran")); err == nil {
+			t.Errorf("check ran a wrapped binary:\n%s", data)
+		}
+	})
+	return f
+}
+
+func (f *checkFixture) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return run(t, f.env, append([]string{"--config", filepath.Join(f.dir, "config.yaml")}, args...)...)
+}
+
+// denial is the §4 text; allowed is the "Allowed flags" list, "" for a
+// reason that carries none.
+func denial(command, reason, rule, allowed string) string {
+	text := "DENIED: '" + command + "' is not permitted.\n\nPolicy: " + reason + ".\n"
+	if allowed != "" {
+		text += "Allowed flags for '" + rule + "': " + allowed + "\n"
+	}
+	return text + "\nTo request this capability, call the 'wraptool_request_capability' tool.\n"
+}
+
+func TestCheckDecidesAsThePolicyDoes(t *testing.T) {
+	t.Parallel()
+	f := newCheckFixture(t)
+	const pushFlags = "--set-upstream"
+	const listFlags = "--format, --filter, --project, --limit"
+	tests := []struct {
+		name       string
+		words      []string
+		wantCode   int
+		wantStdout string // exact; $DIR is the fixture folder
+		wantNote   string // a substring of stderr; "" means stderr must be empty
+	}{
+		// Allowed.
+		{
+			name:       "an allowed command line prints the argv that would run and exits 0",
+			words:      []string{"git", "push", "--set-upstream", "origin", "main"},
+			wantStdout: "allowed by git_push: $DIR/bin/git push --set-upstream origin main\n",
+		},
+		{
+			name:       "a bare rule allows a subcommand it takes as positional arguments",
+			words:      []string{"gcloud", "compute", "instances"},
+			wantStdout: "allowed by gcloud: $DIR/bin/gcloud compute instances\n",
+		},
+		{
+			name:       "a shorter rule with positionals counts when the longer one refuses",
+			words:      []string{"gcloud", "--verbosity=debug", "compute", "disks", "list"},
+			wantStdout: "allowed by gcloud: $DIR/bin/gcloud --verbosity=debug compute disks list\n",
+		},
+		{
+			name:       "a seeded help flag alone is allowed",
+			words:      []string{"git", "push", "--help"},
+			wantStdout: "allowed by git_push: $DIR/bin/git push --help\n",
+		},
+		{
+			name:       "-h stays allowed where --help is denied",
+			words:      []string{"git", "fetch", "-h"},
+			wantStdout: "allowed by git_fetch: $DIR/bin/git fetch -h\n",
+		},
+		{
+			name:       "a short flag's value is the next word",
+			words:      []string{"git", "commit", "-m", "fix: it", "--amend"},
+			wantStdout: "allowed by git_commit: $DIR/bin/git commit -m 'fix: it' --amend\n",
+		},
+		{
+			name:       "a long flag's value may be the next word; the server writes it after '='",
+			words:      []string{"git", "log", "--max-count", "5", "main"},
+			wantStdout: "allowed by git_log: $DIR/bin/git log --max-count=5 main\n",
+			wantNote:   "note: the server writes this call as: git log --max-count=5 main",
+		},
+		{
+			name:       "flags after positional arguments are allowed, with the order the server writes noted",
+			words:      []string{"git", "push", "origin", "--set-upstream"},
+			wantStdout: "allowed by git_push: $DIR/bin/git push --set-upstream origin\n",
+			wantNote:   "note: the server writes this call as: git push --set-upstream origin (flags in schema order",
+		},
+
+		// Flags not allowed or denied.
+		{
+			name:       "a flag missing from the allowlist gets the server's text and exits 3",
+			words:      []string{"git", "push", "--force", "origin", "main"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git push --force origin main", "flag '--force' is not in the allowlist for 'git push'", "git push", pushFlags),
+		},
+		{
+			name:       "an unlisted short flag is a switch, its next word a positional",
+			words:      []string{"git", "push", "-m", "x"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git push -m x", "flag '-m' is not in the allowlist for 'git push'", "git push", pushFlags),
+		},
+		{
+			name:       "bundled short flags are one unknown flag",
+			words:      []string{"git", "push", "-rf"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git push -rf", "flag '-rf' is not in the allowlist for 'git push'", "git push", pushFlags),
+		},
+		{
+			name:       "a rule with no flags of its own lists (none)",
+			words:      []string{"git", "pull", "--rebase"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git pull --rebase", "flag '--rebase' is not in the allowlist for 'git pull'", "git pull", "(none)"),
+		},
+		{
+			name:       "a flag in deny_flags is denied although it is also in flags",
+			words:      []string{"gcloud", "compute", "instances", "list", "--project=p", "--quiet"},
+			wantCode:   exitDenied,
+			wantStdout: denial("gcloud compute instances list --project=p --quiet", "flag '--quiet' is denied for 'gcloud compute instances list'", "gcloud compute instances list", listFlags),
+		},
+		{
+			name:       "a deny: true constraint denies a flag",
+			words:      []string{"git", "fetch", "--prune"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git fetch --prune", "flag '--prune' is denied for 'git fetch'", "git fetch", "--all"),
+		},
+		{
+			name:       "a denied --help is refused",
+			words:      []string{"git", "fetch", "--help"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git fetch --help", "flag '--help' is denied for 'git fetch'", "git fetch", "--all"),
+		},
+		{
+			name:       "a help flag with an argument is refused",
+			words:      []string{"git", "push", "--help", "origin"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git push --help origin", "help flag '--help' runs alone; pass no other flags or arguments", "", ""),
+		},
+
+		// Values.
+		{
+			name:       "a missing required flag is refused with the allowed flags",
+			words:      []string{"gcloud", "compute", "instances", "list", "--format=json"},
+			wantCode:   exitDenied,
+			wantStdout: denial("gcloud compute instances list --format=json", "flag '--project' is required for 'gcloud compute instances list'", "gcloud compute instances list", listFlags),
+		},
+		{
+			name:       "a required boolean left out is missing",
+			words:      []string{"git", "tag"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git tag", "flag '--annotate' is required for 'git tag'", "git tag", "--annotate"),
+		},
+		{
+			name:       "a pattern must match the whole value",
+			words:      []string{"gcloud", "compute", "instances", "list", "--project=p", "--filter=abc--x"},
+			wantCode:   exitDenied,
+			wantStdout: denial("gcloud compute instances list --filter=abc--x --project=p", "value of '--filter' does not match pattern '[a-z]+'", "", ""),
+		},
+		{
+			name:       "a pattern is shown as written",
+			words:      []string{"git", "clone", "--branch=Main"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git clone --branch=Main", "value of '--branch' does not match pattern '^[a-z]+$'", "", ""),
+		},
+		{
+			name:       "an integer flag refuses words",
+			words:      []string{"git", "log", "--max-count=five"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --max-count=five", "value of '--max-count' must be an integer", "", ""),
+		},
+		{
+			name:       "an integer flag refuses a fraction",
+			words:      []string{"git", "log", "--max-count=2.5"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --max-count=2.5", "value of '--max-count' must be an integer", "", ""),
+		},
+		{
+			name:       "an integer below min is refused",
+			words:      []string{"git", "log", "--max-count=0"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --max-count=0", "value of '--max-count' must be >= 1", "", ""),
+		},
+		{
+			name:       "an integer above max is refused, its value given as the next word",
+			words:      []string{"git", "log", "--max-count", "51"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --max-count=51", "value of '--max-count' must be <= 50", "", ""),
+		},
+		{
+			name:       "a boolean flag refuses other values",
+			words:      []string{"git", "log", "--oneline=yes"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --oneline=yes", "value of '--oneline' must be true or false", "", ""),
+		},
+		{
+			name:       "a string flag written without its value is refused",
+			words:      []string{"git", "log", "--format"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --format=true", "value of '--format' must be a string", "", ""),
+		},
+		{
+			name:       "a short flag's value must not begin with a dash",
+			words:      []string{"git", "commit", "-m", "--amend"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git commit -m --amend", "value of '-m' must not begin with '-'", "", ""),
+		},
+		{
+			name:       "a short integer flag refuses a negative number",
+			words:      []string{"git", "log", "-n", "-5"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log -n -5", "value of '-n' must not begin with '-'", "", ""),
+		},
+
+		// Positional arguments.
+		{
+			name:       "too many positional arguments are refused in the plural",
+			words:      []string{"git", "log", "a", "b", "c"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log a b c", "at most 2 positional arguments are allowed for 'git log' (got 3)", "", ""),
+		},
+		{
+			name:       "too many positional arguments are refused in the singular",
+			words:      []string{"git", "show", "a", "b"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git show a b", "at most 1 positional argument is allowed for 'git show' (got 2)", "", ""),
+		},
+		{
+			name:       "positional_max 0 refuses any positional argument",
+			words:      []string{"git", "status", "x"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git status x", "at most 0 positional arguments are allowed for 'git status' (got 1)", "", ""),
+		},
+		{
+			name:       "-- is a positional argument the server never writes",
+			words:      []string{"git", "log", "main", "--"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log main --", "positional argument '--' looks like a flag; pass flags as named parameters", "", ""),
+		},
+		{
+			name:       "a word after -- is a positional argument, never a flag",
+			words:      []string{"git", "log", "--", "-rf"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log -- -rf", "positional argument '--' looks like a flag; pass flags as named parameters", "", ""),
+		},
+		{
+			name:       "a lone dash is a positional argument that looks like a flag",
+			words:      []string{"git", "show", "-"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git show -", "positional argument '-' looks like a flag; pass flags as named parameters", "", ""),
+		},
+		{
+			name:       "a positional argument with a NUL byte is refused",
+			words:      []string{"git", "log", "main", "a\x00"},
+			wantCode:   exitDenied,
+			wantStdout: denial(`git log main "a\x00"`, `positional argument "a\x00" contains a NUL byte`, "", ""),
+		},
+		{
+			name:       "a positional pattern applies to each argument",
+			words:      []string{"git", "pull", "origin", "--rebase=x", "Main"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git pull origin --rebase=x Main", "positional argument 'Main' does not match pattern '[a-z]+'", "", ""),
+		},
+		{
+			name:       "a shorter rule without the pattern allows what the longer rule's pattern refuses",
+			words:      []string{"git", "pull", "origin", "Main"},
+			wantStdout: "allowed by git_pull: $DIR/bin/git pull origin Main\n",
+		},
+
+		// Deny rules, allow rules, tools.
+		{
+			name:       "a deny rule covers a longer subcommand by prefix",
+			words:      []string{"gcloud", "auth", "login"},
+			wantCode:   exitDenied,
+			wantStdout: denial("gcloud auth login", "subcommand 'auth' is denied for 'gcloud'", "", ""),
+		},
+		{
+			name:       "a two-token deny rule covers a subcommand followed by an argument",
+			words:      []string{"git", "remote", "add", "origin", "https://example.com/r.git"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git remote add origin https://example.com/r.git", "subcommand 'remote add' is denied for 'git'", "", ""),
+		},
+		{
+			name:       "a deny rule refuses a subcommand that has an allow rule",
+			words:      []string{"git", "config", "get", "user.name"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git config get user.name", "subcommand 'config' is denied for 'git'", "", ""),
+		},
+		{
+			name:       "a subcommand no rule starts is not in the allowlist",
+			words:      []string{"git", "rebase", "main"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git rebase main", "'git rebase' is not in the allowlist", "", ""),
+		},
+		{
+			name:       "an unknown tool is refused",
+			words:      []string{"kubectl", "get", "pods", "-o", "yaml"},
+			wantCode:   exitDenied,
+			wantStdout: denial("kubectl get pods -o yaml", "tool 'kubectl' is not configured", "", ""),
+		},
+
+		// Words the server never writes (check's own reasons).
+		{
+			name:       "a repeated flag is refused: a call passes each flag once",
+			words:      []string{"git", "log", "--max-count", "5", "--max-count=6"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --max-count=5", "flag '--max-count' is given more than once; a call passes each flag once", "", ""),
+		},
+		{
+			name:       "a short flag with its value attached is refused where the server separates them",
+			words:      []string{"git", "commit", "-mfix"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git commit -m fix", "the server writes flag '-m' with its value as the next argument, never attached", "", ""),
+		},
+		{
+			name:       "a boolean flag given a value is refused although true would pass the policy",
+			words:      []string{"git", "log", "--oneline=true"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git log --oneline", "the server writes flag '--oneline' alone, never with a value", "", ""),
+		},
+		{
+			name:       "an integer written other than in decimal is refused",
+			words:      []string{"git", "clone", "--depth=05"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git clone --depth=5", "the server writes the value of '--depth' in plain decimal digits", "", ""),
+		},
+
+		// Redacted values stay hidden, as in the server's logs and denials.
+		{
+			name:       "an allowed line hides a redacted value",
+			words:      []string{"gcloud", "secrets", "put", "--token=s3cret"},
+			wantStdout: "allowed by gcloud_secrets_put: $DIR/bin/gcloud secrets put '--token=***'\n",
+		},
+		{
+			name:       "a denied line hides a redacted value",
+			words:      []string{"gcloud", "secrets", "put", "--token=s3cret", "extra"},
+			wantCode:   exitDenied,
+			wantStdout: denial("gcloud secrets put '--token=***' extra", "at most 0 positional arguments are allowed for 'gcloud secrets put' (got 1)", "", ""),
+		},
+		{
+			name:       "an untyped short flag's value counts as a positional argument; its note hides a redacted value",
+			words:      []string{"gcloud", "secrets", "put", "-p", "s3cret"},
+			wantCode:   exitDenied,
+			wantStdout: denial("gcloud secrets put -p '***'", "at most 0 positional arguments are allowed for 'gcloud secrets put' (got 1)", "", ""),
+			wantNote:   "check read it as taking a value, so '***' is its value",
+		},
+
+		// Flags whose value-taking nothing settles.
+		{
+			name:       "a flag typed by the name heuristic alone is read as a switch, and said so",
+			words:      []string{"git", "remote", "--verbose", "origin"},
+			wantStdout: "allowed by git_remote: $DIR/bin/git remote --verbose origin\n",
+			wantNote:   "note: whether '--verbose' takes a value is not known (no type in the config, not in the introspection cache); check read it as a switch, so 'origin' is a positional argument",
+		},
+		{
+			name:       "an untyped short flag is read as taking a value, and said so",
+			words:      []string{"git", "pull", "origin", "-X", "theirs", "main"},
+			wantStdout: "allowed by git_pull_origin: $DIR/bin/git pull origin -X theirs main\n",
+			wantNote:   "note: whether '-X' takes a value is not known (no type in the config, not in the introspection cache); check read it as taking a value, so 'theirs' is its value",
+		},
+		{
+			name:       "an untyped short flag's value is held to the positional pattern",
+			words:      []string{"git", "pull", "origin", "-X", "Theirs"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git pull origin -X Theirs", "positional argument 'Theirs' does not match pattern '[a-z]+'", "", ""),
+			wantNote:   "check read it as taking a value, so 'Theirs' is its value",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := f.run(t, append([]string{"check", "--"}, tt.words...)...)
+			if code != tt.wantCode {
+				t.Errorf("exit status = %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			if want := configtest.Expand(tt.wantStdout, f.dir); stdout != want {
+				t.Errorf("stdout:\ngot  %q\nwant %q", stdout, want)
+			}
+			if strings.Contains(stdout+stderr, "s3cret") {
+				t.Errorf("a redacted value is shown: stdout %q, stderr %q", stdout, stderr)
+			}
+			switch {
+			case tt.wantNote == "" && stderr != "":
+				t.Errorf("stderr = %q, want it empty", stderr)
+			case !strings.Contains(stderr, tt.wantNote):
+				t.Errorf("stderr = %q, want it to contain %q", stderr, tt.wantNote)
+			}
+		})
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	t.Parallel()
+	f := newCheckFixture(t)
+	tests := []struct {
+		name     string
+		words    []string
+		wantCode int
+		want     checkResult
+	}{
+		{
+			name:  "an allowed line gives the decision, the MCP tool and the argv that would run",
+			words: []string{"git", "push", "--set-upstream", "origin"},
+			want: checkResult{Decision: "allow", Tool: "git_push",
+				Argv: []string{"$DIR/bin/git", "push", "--set-upstream", "origin"}},
+		},
+		{
+			name:     "a denied line gives the words checked, the denial, its reason and kind",
+			words:    []string{"git", "push", "--force"},
+			wantCode: exitDenied,
+			want: checkResult{Decision: "deny", Tool: "git_push", Argv: []string{"git", "push", "--force"},
+				Denial: strings.TrimSuffix(denial("git push --force", "flag '--force' is not in the allowlist for 'git push'", "git push", "--set-upstream"), "\n"),
+				Reason: "flag '--force' is not in the allowlist for 'git push'", Kind: "flag_not_allowed"},
+		},
+		{
+			name:     "an unknown tool has no MCP tool",
+			words:    []string{"kubectl"},
+			wantCode: exitDenied,
+			want: checkResult{Decision: "deny", Argv: []string{"kubectl"},
+				Denial: strings.TrimSuffix(denial("kubectl", "tool 'kubectl' is not configured", "", ""), "\n"),
+				Reason: "tool 'kubectl' is not configured", Kind: "unknown_tool"},
+		},
+		{
+			name:     "a denied line's words hide a redacted value",
+			words:    []string{"gcloud", "secrets", "put", "-p", "s3cret", "x"},
+			wantCode: exitDenied,
+			want: checkResult{Decision: "deny", Tool: "gcloud_secrets_put", Argv: []string{"gcloud", "secrets", "put", "-p", "***", "x"},
+				Denial: strings.TrimSuffix(denial("gcloud secrets put -p '***' x", "at most 0 positional arguments are allowed for 'gcloud secrets put' (got 2)", "", ""), "\n"),
+				Reason: "at most 0 positional arguments are allowed for 'gcloud secrets put' (got 2)", Kind: "arg_count",
+				Notes: []string{"whether '-p' takes a value is not known (no type in the config, not in the introspection cache); check read it as taking a value, so '***' is its value (a flag_constraints type or an introspection override settles it)"}},
+		},
+		{
+			name:  "notes come along",
+			words: []string{"git", "remote", "--verbose", "origin"},
+			want: checkResult{Decision: "allow", Tool: "git_remote", Argv: []string{"$DIR/bin/git", "remote", "--verbose", "origin"},
+				Notes: []string{"whether '--verbose' takes a value is not known (no type in the config, not in the introspection cache); check read it as a switch, so 'origin' is a positional argument (a flag_constraints type or an introspection override settles it)"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := f.run(t, append([]string{"check", "--json", "--"}, tt.words...)...)
+			if code != tt.wantCode {
+				t.Errorf("exit status = %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			if strings.Count(stdout, "\n") != 1 || !strings.HasSuffix(stdout, "\n") {
+				t.Errorf("stdout = %q, want one line", stdout)
+			}
+			var got checkResult
+			dec := json.NewDecoder(strings.NewReader(stdout))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("decode %q: %v", stdout, err)
+			}
+			for i, a := range tt.want.Argv {
+				tt.want.Argv[i] = configtest.Expand(a, f.dir)
+			}
+			if g, w := mustJSON(t, got), mustJSON(t, tt.want); g != w {
+				t.Errorf("got  %s\nwant %s", g, w)
+			}
+			var raw map[string]any
+			if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := raw["argv"].([]any); !ok {
+				t.Errorf("argv = %v, want an array, never null", raw["argv"])
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestCheckCommandLine(t *testing.T) {
+	t.Parallel()
+	f := newCheckFixture(t)
+	configtest.WriteFile(t, filepath.Join(f.dir, "bad.yaml"), "mcp:\n  listen: 127.0.0.1:1\n  bogus: 1\n", 0o600)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{name: "no command line is a usage error", args: []string{"check"}, wantCode: exitUsage, wantStderr: "wraptool: check needs a command line"},
+		{name: "only -- is a usage error", args: []string{"check", "--"}, wantCode: exitUsage, wantStderr: "wraptool: check needs a command line"},
+		{name: "--tests with a command line is a usage error", args: []string{"check", "--tests", "x.yaml", "--", "git"}, wantCode: exitUsage, wantStderr: "takes no command line"},
+		{name: "--tests with --json is a usage error", args: []string{"check", "--json", "--tests", "x.yaml"}, wantCode: exitUsage, wantStderr: "does not combine with --json"},
+		{name: "an unknown flag of check is a usage error", args: []string{"check", "--verbose", "--", "git"}, wantCode: exitUsage, wantStderr: `unknown flag "verbose"`},
+		{name: "an invalid config exits 1 naming the file", args: []string{"--config", filepath.Join(f.dir, "bad.yaml"), "check", "--", "git", "status"}, wantCode: exitFailure, wantStderr: "bad.yaml:3"},
+		{name: "an unreadable tests file exits 1", args: []string{"check", "--tests", filepath.Join(f.dir, "missing.yaml")}, wantCode: exitFailure, wantStderr: "check: read tests:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := f.run(t, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit status = %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, tt.wantStderr)
+			}
+			if tt.wantCode == exitUsage && stdout != "" {
+				t.Errorf("stdout = %q, want it empty", stdout)
+			}
+		})
+	}
+	t.Run("words without -- belong to the command line from the first non-flag", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, code := f.run(t, "check", "git", "status", "--json")
+		if code != exitDenied || !strings.Contains(stdout, "flag '--json' is not in the allowlist for 'git status'") {
+			t.Errorf("exit %d, stdout %q: want git status's --json refused", code, stdout)
+		}
+	})
+}
+
+func TestCheckTestsFile(t *testing.T) {
+	t.Parallel()
+	f := newCheckFixture(t)
+	file := func(name string) string { return filepath.Join("testdata", "check", name) }
+	t.Run("a file whose every entry matches exits 0", func(t *testing.T) {
+		t.Parallel()
+		stdout, stderr, code := f.run(t, "check", "--tests", file("pass.yaml"))
+		if code != exitOK {
+			t.Errorf("exit status = %d, want 0 (stdout %q, stderr %q)", code, stdout, stderr)
+		}
+		if want := "ok: " + file("pass.yaml") + " (6 tests)\n"; stdout != want {
+			t.Errorf("stdout = %q, want %q", stdout, want)
+		}
+	})
+	t.Run("a mismatch is listed with its line and decision, and exits 1", func(t *testing.T) {
+		t.Parallel()
+		stdout, stderr, code := f.run(t, "check", "--tests", file("mismatch.yaml"))
+		if code != exitFailure || stderr != "" {
+			t.Errorf("exit status = %d, stderr %q; want %d and nothing on stderr", code, stderr, exitFailure)
+		}
+		want := file("mismatch.yaml") + ":3: git push --force origin main: want allow, got deny\n" +
+			"  DENIED: 'git push --force origin main' is not permitted.\n\n" +
+			"  Policy: flag '--force' is not in the allowlist for 'git push'.\n" +
+			"  Allowed flags for 'git push': --set-upstream\n\n" +
+			"  To request this capability, call the 'wraptool_request_capability' tool.\n" +
+			file("mismatch.yaml") + ":5: git status: want deny, got allow\n" +
+			"  allowed by git_status: " + f.dir + "/bin/git status\n" +
+			"FAIL: 2 of 3 tests in " + file("mismatch.yaml") + " do not match\n"
+		if stdout != want {
+			t.Errorf("stdout:\ngot  %q\nwant %q", stdout, want)
+		}
+	})
+	t.Run("a malformed file exits 1 naming the entry's line", func(t *testing.T) {
+		t.Parallel()
+		stdout, stderr, code := f.run(t, "check", "--tests", file("malformed.yaml"))
+		if code != exitFailure {
+			t.Errorf("exit status = %d, want 1", code)
+		}
+		if want := file("malformed.yaml") + ":3: tests[1].cmd: unbalanced single quote\n"; stderr != want {
+			t.Errorf("stderr = %q, want %q", stderr, want)
+		}
+		if stdout != "" {
+			t.Errorf("stdout = %q, want nothing decided", stdout)
+		}
+	})
+	t.Run("notes name the entry's line", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "t.yaml")
+		configtest.WriteFile(t, path, "- cmd: git remote --verbose origin\n  want: allow\n", 0o600)
+		_, stderr, code := f.run(t, "check", "--tests", path)
+		if code != exitOK || !strings.HasPrefix(stderr, path+":1: note: whether '--verbose' takes a value is not known") {
+			t.Errorf("exit %d, stderr %q: want 0 and a note at line 1", code, stderr)
+		}
+	})
+}
+
+func TestParseCheckTests(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		data    string
+		want    [][]string // the words of each entry
+		wantErr string
+	}{
+		{
+			name: "a string is split as POSIX words: quotes and backslashes",
+			data: `- cmd: git commit -m "it's \"done\"" --author='A B <a@b>' x\ y '' "\q"` + "\n  want: allow\n",
+			want: [][]string{{"git", "commit", "-m", `it's "done"`, "--author=A B <a@b>", "x y", "", `\q`}},
+		},
+		{
+			name: "nothing is expanded",
+			data: "- cmd: 'git log $HOME ~ * `x` a|b'\n  want: deny\n",
+			want: [][]string{{"git", "log", "$HOME", "~", "*", "`x`", "a|b"}},
+		},
+		{
+			name: "a list is taken word for word",
+			data: "- cmd: [git, log, -n, 5, 'a b', '']\n  want: allow\n- {cmd: [gcloud], want: deny}\n",
+			want: [][]string{{"git", "log", "-n", "5", "a b", ""}, {"gcloud"}},
+		},
+		{name: "an unbalanced double quote names the line", data: "- cmd: git\n  want: allow\n- cmd: 'git \"x'\n  want: deny\n", wantErr: "t.yaml:3: tests[1].cmd: unbalanced double quote"},
+		{name: "a trailing backslash is refused", data: "- cmd: 'git x\\'\n  want: deny\n", wantErr: "t.yaml:1: tests[0].cmd: ends with a backslash"},
+		{name: "an unknown key is refused", data: "- cmd: git\n  want: allow\n  why: x\n", wantErr: `t.yaml:3: tests[0]: unknown key "why"`},
+		{name: "want must be allow or deny", data: "- cmd: git\n  want: yes\n", wantErr: `t.yaml:2: tests[0].want: want allow or deny, got "yes"`},
+		{name: "want is required", data: "- cmd: git\n", wantErr: "t.yaml:1: tests[0]: want is missing"},
+		{name: "cmd is required", data: "- want: deny\n", wantErr: "t.yaml:1: tests[0]: cmd is missing"},
+		{name: "an empty cmd is refused", data: "- cmd: ''\n  want: deny\n", wantErr: "t.yaml:1: tests[0].cmd: is empty"},
+		{name: "a cmd list holds words only", data: "- cmd: [git, [x]]\n  want: deny\n", wantErr: "tests[0].cmd: line 1: want a word"},
+		{name: "an empty file tests nothing and is refused", data: "", wantErr: "t.yaml: holds no tests"},
+		{name: "an empty list is refused", data: "[]\n", wantErr: "t.yaml:1: holds no tests"},
+		{name: "a mapping is not a list", data: "cmd: git\n", wantErr: "t.yaml:1: want a list of {cmd, want}"},
+		{name: "a second document is refused", data: "- {cmd: git, want: deny}\n---\n- {cmd: git, want: deny}\n", wantErr: "want one YAML document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseCheckTests("t.yaml", []byte(tt.data))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var words [][]string
+			for _, tt := range got {
+				words = append(words, tt.words)
+			}
+			if !slices.EqualFunc(words, tt.want, slices.Equal) {
+				t.Errorf("words = %q, want %q", words, tt.want)
+			}
+		})
+	}
+}
+
+func TestShellSplit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{in: "  a   b\tc\n", want: []string{"a", "b", "c"}},
+		{in: `a\ b`, want: []string{"a b"}},
+		{in: "a\\\nb", want: []string{"ab"}},
+		{in: `'a\b'`, want: []string{`a\b`}},
+		{in: `"a\"b\\c\$d\e"`, want: []string{`a"b\c$d\e`}},
+		{in: `x''y "" ''`, want: []string{"xy", "", ""}},
+		{in: `a"b c"'d e'f`, want: []string{"ab cd ef"}},
+		{in: "", want: nil},
+		{in: `'a`, wantErr: "unbalanced single quote"},
+		{in: `"a\"`, wantErr: "unbalanced double quote"},
+		{in: `a\`, wantErr: "ends with a backslash"},
+	}
+	for _, tt := range tests {
+		got, err := shellSplit(tt.in)
+		switch {
+		case tt.wantErr != "":
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("shellSplit(%q) error = %v, want %q", tt.in, err, tt.wantErr)
+			}
+		case err != nil:
+			t.Errorf("shellSplit(%q): %v", tt.in, err)
+		case !slices.Equal(got, tt.want):
+			t.Errorf("shellSplit(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
