@@ -19,6 +19,7 @@ import (
 
 	"github.com/wraptool/wraptool/policy/requests"
 
+	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -262,7 +263,12 @@ func TestRequestLogConcurrentWriters(t *testing.T) {
 	const perWriter = 40
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
-	clients := []*mcpClient{s.Connect(t, "/mcp"), s.Connect(t, "/sse")}
+	// Both transports, and enough sessions that none reaches the
+	// per-session limit of pending requests.
+	var clients []*mcpClient
+	for range perWriter / toolset.MaxPendingPerSession {
+		clients = append(clients, s.Connect(t, "/mcp"), s.Connect(t, "/sse"))
+	}
 
 	var (
 		mu    sync.Mutex

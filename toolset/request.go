@@ -83,7 +83,8 @@ func (t *RequestTool) DefinitionAndHandler() (*mcp.Tool, mcp.ToolHandler) {
 
 func (t *RequestTool) init() {
 	t.once.Do(func() {
-		t.limits = sessionLimits{waiting: map[*mcp.ServerSession]int{}, filed: map[*mcp.ServerSession][]string{}}
+		t.limits = sessionLimits{waiting: map[*mcp.ServerSession]int{}, filed: map[*mcp.ServerSession][]string{},
+			inflight: map[*mcp.ServerSession]int{}}
 		if t.Log == nil {
 			t.Log = slog.New(slog.DiscardHandler)
 		}
@@ -127,15 +128,19 @@ func (t *RequestTool) Handler() mcp.ToolHandler {
 			call := denied.Call
 			r.Tool, r.Subcommand, r.Flags, r.Call = denied.Tool, denied.Subcommand, denied.Flags, &call
 		}
-		if res := t.limits.pending(req.Session, st, r); res != nil {
+		res, release := t.limits.pending(req.Session, st, r)
+		if res != nil {
 			return res, nil
 		}
 		s, err := t.Submit(ctx, r)
+		if err == nil && !s.Existing {
+			t.limits.remember(req.Session, s.ID)
+		}
+		release() // after remember: the slot passes from in flight to filed at once
 		if err != nil {
 			return t.notRecorded(r, err), nil
 		}
 		if !s.Existing {
-			t.limits.remember(req.Session, s.ID)
 			t.Log.Info("capability request recorded", "id", s.ID, "tool", r.Tool, "subcommand", r.Subcommand, "flags", r.Flags)
 		}
 		wait := p.Wait
@@ -433,46 +438,76 @@ type sessionLimits struct {
 	mu      sync.Mutex
 	waiting map[*mcp.ServerSession]int
 	filed   map[*mcp.ServerSession][]string
+	// inflight counts the requests a session has between the limit's
+	// check and their submit's answer, so calls at once cannot all pass
+	// the check before any is remembered.
+	inflight map[*mcp.ServerSession]int
 }
 
 // pending refuses a new request from a session with MaxPendingPerSession
-// requests still pending (read from the log only when it has filed that
-// many); nil lets it through.
-func (l *sessionLimits) pending(s *mcp.ServerSession, st *State, r requests.Request) *mcp.CallToolResult {
+// requests still pending or in flight (the log is read only when it has
+// that many); nil lets it through, holding a slot until release is called
+// (after the submit, and remember when it filed one). An identical pending
+// request always passes: its submit files nothing.
+func (l *sessionLimits) pending(s *mcp.ServerSession, st *State, r requests.Request) (*mcp.CallToolResult, func()) {
 	if s == nil || st == nil {
-		return nil
+		return nil, func() {}
 	}
-	l.mu.Lock()
-	ids := slices.Clone(l.filed[s])
-	l.mu.Unlock()
-	if len(ids) < MaxPendingPerSession {
-		return nil
+	release := func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.inflight[s]--; l.inflight[s] <= 0 {
+			delete(l.inflight, s)
+		}
+	}
+	// reserve forgets the ids in gone, then takes a slot when the session
+	// has room (its filed requests and those in flight), or always with
+	// force; it returns the filed ids when it takes none.
+	reserve := func(gone map[string]bool, force bool) (bool, []string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(gone) > 0 {
+			l.filed[s] = slices.DeleteFunc(l.filed[s], func(id string) bool { return gone[id] })
+		}
+		if !force && len(l.filed[s])+l.inflight[s] >= MaxPendingPerSession {
+			return false, slices.Clone(l.filed[s])
+		}
+		l.inflight[s]++
+		return true, nil
+	}
+	ok, ids := reserve(nil, false)
+	if ok {
+		return nil, release
 	}
 	recs, _, err := requests.Read(st.RequestLog)
 	if err != nil {
-		return nil // the submit reports the log's trouble
+		reserve(nil, true) // the submit reports the log's trouble
+		return nil, release
 	}
-	still := map[string]bool{}
+	pending := map[string]bool{}
 	key := r.Key()
+	identical := false
 	for _, rec := range recs {
 		if rec.Status != requests.StatusPending {
 			continue
 		}
 		if (requests.Request{Tool: rec.Tool, Subcommand: rec.Subcommand, Flags: rec.Flags, Call: rec.Call}).Key() == key {
-			return nil // an identical request is pending: the submit files nothing and returns its id
+			identical = true // the submit files nothing and returns its id
 		}
-		still[rec.ID] = true
+		pending[rec.ID] = true
 	}
-	ids = slices.DeleteFunc(ids, func(id string) bool { return !still[id] })
-	l.mu.Lock()
-	l.filed[s] = ids
-	l.mu.Unlock()
-	if len(ids) >= MaxPendingPerSession {
+	gone := map[string]bool{}
+	for _, id := range ids {
+		if !pending[id] {
+			gone[id] = true
+		}
+	}
+	if ok, left := reserve(gone, identical); !ok {
 		return errorResult(fmt.Sprintf("The request was not recorded: this session already has %d requests awaiting the "+
 			"operator's decision (%s). Wait for a decision (wraptool_request_status) before asking for more.",
-			len(ids), strings.Join(ids, ", ")))
+			len(left), strings.Join(left, ", "))), func() {}
 	}
-	return nil
+	return nil, release
 }
 
 // remember records a request a session filed.

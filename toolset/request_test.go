@@ -2,6 +2,8 @@ package toolset
 
 import (
 	"context"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +159,38 @@ func TestRecordAnswer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Calls at once from one session cannot all pass the per-session check
+// before any is remembered: the eleventh in flight is refused, and a
+// released slot lets the next one in.
+func TestSessionLimitsCountCallsInFlight(t *testing.T) {
+	t.Parallel()
+	l := sessionLimits{waiting: map[*mcp.ServerSession]int{}, filed: map[*mcp.ServerSession][]string{}, inflight: map[*mcp.ServerSession]int{}}
+	s := &mcp.ServerSession{}
+	st := &State{RequestLog: filepath.Join(t.TempDir(), "requests.jsonl")}
+	var releases []func()
+	for i := range MaxPendingPerSession {
+		res, release := l.pending(s, st, requests.Request{Tool: "git", Subcommand: []string{"s" + strconv.Itoa(i)}})
+		if res != nil {
+			t.Fatalf("request %d refused: %v", i, res.Content)
+		}
+		releases = append(releases, release)
+	}
+	if res, _ := l.pending(s, st, requests.Request{Tool: "git", Subcommand: []string{"one-more"}}); res == nil {
+		t.Fatalf("an eleventh request in flight passed the limit")
+	}
+	releases[0]() // its submit failed: nothing filed
+	res, release := l.pending(s, st, requests.Request{Tool: "git", Subcommand: []string{"one-more"}})
+	if res != nil {
+		t.Fatalf("a freed slot was not given: %v", res.Content)
+	}
+	release()
+	for _, r := range releases[1:] {
+		r()
+	}
+	if len(l.inflight) != 0 {
+		t.Errorf("slots left in flight: %v", l.inflight)
 	}
 }
