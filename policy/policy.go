@@ -100,6 +100,7 @@ type Flag struct {
 // pattern, an invalid name) rather than build a policy that misbehaves.
 func New(tools []Tool, helps Helps) (*Policy, error) {
 	p := &Policy{tools: map[string]*tool{}, byName: map[string]*Rule{}}
+	res := regexps{}
 	for _, spec := range tools {
 		if !ValidToken(spec.Name) {
 			return nil, fmt.Errorf("compile policy: tool name %q is invalid", spec.Name)
@@ -112,7 +113,7 @@ func New(tools []Tool, helps Helps) (*Policy, error) {
 			t.deny = append(t.deny, slices.Clone(d.Subcommand))
 		}
 		for _, a := range spec.Allow {
-			r, err := compileRule(t, a, helps)
+			r, err := compileRule(t, a, helps, res)
 			if err != nil {
 				return nil, fmt.Errorf("compile policy: %s: %w", ToolName(spec.Name, a.Subcommand), err)
 			}
@@ -132,7 +133,26 @@ func New(tools []Tool, helps Helps) (*Policy, error) {
 	return p, nil
 }
 
-func compileRule(t *tool, a *AllowRule, helps Helps) (*Rule, error) {
+// regexps compiles each anchored pattern once per New: a large config repeats
+// a few patterns across thousands of rules, and a copy per rule was most of
+// a load's time and memory. A *regexp.Regexp is safe for concurrent use and
+// holds no per-match state, so rules sharing one still decide independently.
+// The cache lives only as long as New, so nothing outlives the policy built.
+type regexps map[string]*regexp.Regexp
+
+func (c regexps) compile(src string) (*regexp.Regexp, error) {
+	if re, ok := c[src]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(AnchorPattern(src))
+	if err != nil {
+		return nil, err
+	}
+	c[src] = re
+	return re, nil
+}
+
+func compileRule(t *tool, a *AllowRule, helps Helps, res regexps) (*Rule, error) {
 	r := &Rule{
 		tool:          t,
 		name:          ToolName(t.name, a.Subcommand),
@@ -155,7 +175,7 @@ func compileRule(t *tool, a *AllowRule, helps Helps) (*Rule, error) {
 		return nil, fmt.Errorf("arg_constraints: pattern and patterns do not combine")
 	}
 	for _, src := range a.ArgConstraints.Expressions() {
-		re, err := regexp.Compile(AnchorPattern(src))
+		re, err := res.compile(src)
 		if err != nil {
 			return nil, fmt.Errorf("arg_constraints: %w", err)
 		}
@@ -212,7 +232,7 @@ func compileRule(t *tool, a *AllowRule, helps Helps) (*Rule, error) {
 		if c != nil {
 			fl.Required, fl.Min, fl.Max, fl.Pattern, fl.Redact = c.Required, c.Min, c.Max, c.Pattern, c.Redact
 			if c.Pattern != "" {
-				re, err := regexp.Compile(AnchorPattern(c.Pattern))
+				re, err := res.compile(c.Pattern)
 				if err != nil {
 					return nil, fmt.Errorf("flag %s: %w", f, err)
 				}

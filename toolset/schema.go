@@ -63,7 +63,7 @@ func Definition(r *policy.Rule) *mcp.Tool {
 		Name:         r.Name(),
 		Description:  desc,
 		InputSchema:  schema,
-		OutputSchema: runOutputSchema(),
+		OutputSchema: sharedOutputSchema,
 	}
 }
 
@@ -105,6 +105,12 @@ func flagSchema(f policy.Flag) map[string]any {
 	s["description"] = strings.Join(desc, "; ")
 	return s
 }
+
+// sharedOutputSchema is the one output schema every rule's definition
+// points at: it is the same for all rules, and a copy per rule was a fifth
+// of the definitions' memory with thousands of rules exposed. Nothing
+// modifies a definition's schema (the SDK and the registry only encode it).
+var sharedOutputSchema = runOutputSchema()
 
 // runOutputSchema describes structuredContent: a run's, or a denial's
 // (CONTRACT §13). Clients validate structuredContent against it even on

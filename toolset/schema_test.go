@@ -1,6 +1,7 @@
 package toolset
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,5 +34,23 @@ func TestDefinitionDescribesPositionalRules(t *testing.T) {
 		if got := describe(tc.rule, tc.prop); !strings.Contains(got, tc.want) {
 			t.Errorf("%s.%s description = %q, want it to contain %q", tc.rule, tc.prop, got, tc.want)
 		}
+	}
+}
+
+// Every rule's definition shares one output schema (issue 18: thousands of
+// rules), and sharing it changes nothing a client sees.
+func TestDefinitionsShareOutputSchema(t *testing.T) {
+	t.Parallel()
+	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git", Allow: []*policy.AllowRule{
+		{Subcommand: []string{"pull"}}, {Subcommand: []string{"push"}},
+	}})
+	a, _ := p.Rule("git_pull")
+	b, _ := p.Rule("git_push")
+	da, db := Definition(a).OutputSchema.(map[string]any), Definition(b).OutputSchema.(map[string]any)
+	if reflect.ValueOf(da).UnsafePointer() != reflect.ValueOf(db).UnsafePointer() {
+		t.Error("two rules' definitions hold separate output schemas")
+	}
+	if !reflect.DeepEqual(da, runOutputSchema()) {
+		t.Error("the shared output schema differs from runOutputSchema's")
 	}
 }

@@ -91,9 +91,11 @@ func parse(file string, data []byte, o *Options, cache *files) (*Config, error) 
 		w.walk(root, reflect.TypeOf(*c), fieldPath{})
 		structural = w.errs
 		if len(structural) == 0 {
-			dec := yaml.NewDecoder(bytes.NewReader(data))
-			dec.KnownFields(true)
-			if err := dec.Decode(c); err != nil {
+			// Decode the tree already parsed rather than the bytes again
+			// (a second parse was a third of a large config's load). The
+			// walker has checked every key against the types, so strict
+			// decoding would find no unknown field the walker missed.
+			if err := root.Decode(c); err != nil {
 				return nil, yamlError(file, err)
 			}
 		} else {

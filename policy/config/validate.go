@@ -47,6 +47,10 @@ type validator struct {
 	// exposed collects every MCP tool name the config would produce, for
 	// the collision check once all are known.
 	exposed []exposedName
+	// patterns memoizes each pattern's compile error: a large config
+	// repeats a few patterns across thousands of rules, and compiling
+	// each copy was most of a load's time and garbage.
+	patterns map[string]error
 }
 
 type exposedName struct {
@@ -411,7 +415,15 @@ func (v *validator) allow(tool string, p fieldPath, r *policy.AllowRule) {
 // pattern checks an RE2 expression as it will be applied: anchored, so it
 // must match a whole value.
 func (v *validator) pattern(p fieldPath, pat string) {
-	if _, err := regexp.Compile(policy.AnchorPattern(pat)); err != nil {
+	err, seen := v.patterns[pat]
+	if !seen {
+		_, err = regexp.Compile(policy.AnchorPattern(pat))
+		if v.patterns == nil {
+			v.patterns = map[string]error{}
+		}
+		v.patterns[pat] = err
+	}
+	if err != nil {
 		v.fail(p, "invalid regular expression: %v", regexpReason(err))
 	}
 }

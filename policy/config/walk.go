@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -127,6 +128,11 @@ func (w *walker) walkScalar(n *yaml.Node, t reflect.Type, p fieldPath) {
 		w.fail(n, p, "want %s, got %s", want(t), describe(n))
 		return
 	}
+	if t.Kind() == reflect.String && n.ShortTag() == "!!str" {
+		// A string always decodes into a string; a trial decode (a
+		// decoder per scalar) was a tenth of a large config's load.
+		return
+	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		w.fail(n, p, "want %s, got %q", want(t), n.Value)
 	}
@@ -136,9 +142,18 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
 
-// yamlFields maps each YAML key of a struct to its field type.
+// fieldsByType caches yamlFields per struct type: the types are fixed, and a
+// large config walks the same few structs thousands of times.
+var fieldsByType sync.Map // reflect.Type → map[string]reflect.Type
+
+// yamlFields maps each YAML key of a struct to its field type. The map is
+// shared: do not modify it.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsByType.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
 	m := map[string]reflect.Type{}
+	defer fieldsByType.Store(t, m)
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")

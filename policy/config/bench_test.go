@@ -1,0 +1,80 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeLargeConfig writes a config of tools × rules allow rules (issue 18's
+// 500 × 10) into dir, with a token file and one shared executable and env
+// file, and returns the config's path. Every rule has flags, typed and
+// patterned flag constraints, a denied flag and positional patterns; every
+// tool has a deny rule (covering none of its allow rules, so all
+// tools × rules are exposed, as in the issue).
+func writeLargeConfig(tb testing.TB, dir string, tools, rules int) string {
+	tb.Helper()
+	mustWrite := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			tb.Fatal(err)
+		}
+		return p
+	}
+	bin := mustWrite("bin/tool", "#!/bin/sh\n", 0o755)
+	env := mustWrite("env/tool.env", "A=1\n", 0o600)
+	tok := mustWrite("tok/mcp", "mcp-token\n", 0o600)
+	var b strings.Builder
+	fmt.Fprintf(&b, "mcp:\n  listen: 127.0.0.1:8717\n  auth_token_file: %s\ntools:\n", tok)
+	for i := range tools {
+		fmt.Fprintf(&b, "  tool%03d:\n    binary: %s\n    env_files: [%s]\n    allow:\n", i, bin, env)
+		for j := range rules {
+			fmt.Fprintf(&b, `      - subcommand: [sub%02d, leaf]
+        flags: ["--depth", "--ref", "--force", "-v", "--name%d"]
+        deny_flags: ["--exec"]
+        flag_constraints:
+          "--depth": { type: integer, min: 1, max: 100 }
+          "--ref": { pattern: "[A-Za-z0-9._/-]+" }
+          "--force": { type: boolean }
+          "--name%d": { pattern: "name-%d-[a-z]+", required: true }
+        arg_constraints:
+          positional_max: 3
+          patterns: ["origin", "[A-Za-z0-9][A-Za-z0-9._/-]*"]
+`, j, j, j, j)
+		}
+		b.WriteString("    deny:\n      - subcommand: [config]\n")
+	}
+	return mustWrite("config.yaml", b.String(), 0o600)
+}
+
+// BenchmarkLoad500x10 is issue 18's config load: 500 tools × 10 rules,
+// read, parsed, validated and compiled, without introspection.
+func BenchmarkLoad500x10(b *testing.B) {
+	path := writeLargeConfig(b, b.TempDir(), 500, 10)
+	o := &LoadOptions{Tokens: TokensOptional, Paths: &Options{Home: b.TempDir(), Getenv: func(string) string { return "" }}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := LoadFile(context.Background(), path, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestLargeConfigLoads keeps the benchmark's config valid: a generator
+// drifting out of the schema would otherwise benchmark an error path.
+func TestLargeConfigLoads(t *testing.T) {
+	path := writeLargeConfig(t, t.TempDir(), 20, 10)
+	l, err := LoadFile(context.Background(), path, &LoadOptions{Tokens: TokensOptional, Paths: &Options{Home: t.TempDir(), Getenv: func(string) string { return "" }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(l.Policy.Rules()), 20*10; got != want {
+		t.Errorf("exposed rules = %d, want %d", got, want)
+	}
+}
