@@ -188,6 +188,13 @@ func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer context.AfterFunc(h.runs, cancel)()
+		// A client that went away (its SSE stream ended, or it ended its
+		// Streamable HTTP session) waits for nothing: its calls stop, and
+		// their processes with them. The SDK does not cancel handlers when
+		// a session closes; its Close waits for them instead.
+		if life, ok := ctx.Value(sessionLifeKey{}).(context.Context); ok {
+			defer context.AfterFunc(life, cancel)()
+		}
 		return next(ctx, method, req)
 	}
 }
@@ -410,7 +417,7 @@ func (h *Hub) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok"))
 	})
-	mux.Handle("/sse", guard.WrapMethods(sseMethods, sse))
+	mux.Handle("/sse", guard.WrapMethods(sseMethods, sseLife(sse)))
 	mux.Handle("/mcp", guard.WrapMethods(streamableMethods, h.streams.observe(streamable)))
 	// Every other path, after the DNS-rebinding check: the OAuth ones get
 	// their 404 that says why, the rest a plain one. Both are refusals:
@@ -423,6 +430,24 @@ func (h *Hub) Handler() http.Handler {
 		httpguard.Refuse(w, r, http.StatusNotFound, "404 page not found")
 	})))
 	return guard.Deadline(mux)
+}
+
+// sessionLifeKey is the context key of a session's lifetime: a context
+// that ends when the client has gone away (its legacy SSE stream ended, or
+// it sent DELETE for its Streamable HTTP session). It is set on the request
+// that creates the session; the SDK keeps that request context's values
+// (not its cancellation) in its handlers' contexts, where track finds it.
+type sessionLifeKey struct{}
+
+// sseLife gives each legacy SSE session its stream's request context as its
+// lifetime: the stream is the session.
+func sseLife(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			r = r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, r.Context()))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sseMethods is what /sse serves: GET opens a session's stream, and a POST
@@ -545,6 +570,9 @@ type sessionUse struct {
 	streamed bool      // a GET stream was opened: the SDK's timeout applies
 	active   int       // requests being served
 	last     time.Time // when the last request ended, or the session was first seen
+	// end ends the session's lifetime (sessionLifeKey), stopping its
+	// calls; nil for a session the watch did not see created.
+	end context.CancelFunc
 }
 
 func newStreamWatch(timeout time.Duration, live func() map[string]func(), log *slog.Logger) *streamWatch {
@@ -565,11 +593,24 @@ func (sw *streamWatch) observe(next http.Handler) http.Handler {
 		id := r.Header.Get(sessionHeader)
 		switch {
 		case id == "" && r.Method == http.MethodPost:
-			next.ServeHTTP(w, r)
+			life, end := context.WithCancel(context.Background())
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, life)))
 			if created := w.Header().Get(sessionHeader); created != "" {
-				sw.update(created, func(u *sessionUse) { u.last = time.Now() })
+				sw.update(created, func(u *sessionUse) { u.last = time.Now(); u.end = end })
+			} else {
+				end()
 			}
 			return
+		case id != "" && r.Method == http.MethodDelete:
+			// The client ends its session: stop its calls first, or the
+			// SDK's Close (and this DELETE) would wait them out.
+			sw.update(id, func(u *sessionUse) {
+				if u.end != nil {
+					u.end()
+				}
+				u.active++
+			})
+			defer sw.update(id, func(u *sessionUse) { u.active--; u.last = time.Now() })
 		case id != "" && r.Method == http.MethodGet:
 			sw.update(id, func(u *sessionUse) { u.streamed = true })
 		case id != "":
@@ -616,8 +657,11 @@ func (sw *streamWatch) sweep(now time.Time) {
 	live := sw.live()
 	var expired []func()
 	sw.mu.Lock()
-	for id := range sw.sessions {
+	for id, u := range sw.sessions {
 		if _, ok := live[id]; !ok {
+			if u.end != nil {
+				u.end()
+			}
 			delete(sw.sessions, id)
 		}
 	}
@@ -627,6 +671,9 @@ func (sw *streamWatch) sweep(now time.Time) {
 		case u == nil:
 			sw.sessions[id] = &sessionUse{last: now}
 		case !u.streamed && u.active == 0 && now.Sub(u.last) >= sw.timeout:
+			if u.end != nil {
+				u.end()
+			}
 			delete(sw.sessions, id)
 			expired = append(expired, closeSession)
 		}
