@@ -49,7 +49,8 @@ func TestConnectReport(t *testing.T) {
 			rows = append(rows, measure(ctx, p, echo, load.clients, load.calls))
 		}
 	}
-	printConnectTable(rows)
+	printBenchTable(fmt.Sprintf("wraptool connect (an upstream echo; one session per path shared by its clients; %d calls for 1 client, %d per client for %d; %d warm-up calls per client first)",
+		upstreamCallsOne, upstreamCallsMany, upstreamManyClients, upstreamWarmup), "wraptool connect", rows)
 	for _, r := range rows {
 		if r.path != "wraptool connect" {
 			continue
@@ -97,35 +98,4 @@ func stdioBridgePaths(ctx context.Context, t *testing.T, s *server) []benchPath 
 			"--oauth2Bearer", s.Token, "--logLevel", "none"}))
 	}
 	return paths
-}
-
-// printConnectTable prints the rows with each path's throughput relative
-// to wraptool connect's with as many clients.
-func printConnectTable(rows []benchRow) {
-	connect := map[int]benchRow{}
-	for _, r := range rows {
-		if r.path == "wraptool connect" && r.unavailable == "" {
-			connect[r.clients] = r
-		}
-	}
-	fmt.Printf("\nwraptool connect (an upstream echo; one session per path shared by its clients; %d calls for 1 client, %d per client for %d; %d warm-up calls per client first)\n",
-		upstreamCallsOne, upstreamCallsMany, upstreamManyClients, upstreamWarmup)
-	fmt.Printf("  %-30s %7s %10s %9s %7s %8s  %s\n", "path", "clients", "median_ms", "calls/s", "errors", "crossed", "connect/this (calls/s)")
-	for _, r := range rows {
-		if r.unavailable != "" {
-			why, _, _ := strings.Cut(r.unavailable, "\n")
-			fmt.Printf("  %-30s %7d  not measured: %s\n", r.path, r.clients, why)
-			continue
-		}
-		ratio := "-"
-		if c, ok := connect[r.clients]; ok && r.rate > 0 {
-			ratio = fmt.Sprintf("%.2fx", c.rate/r.rate)
-		}
-		fmt.Printf("  %-30s %7d %10.3f %9.0f %7d %8d  %s\n", r.path, r.clients, ms(r.median), r.rate, r.errors, r.crossed, ratio)
-		if r.firstError != "" {
-			fmt.Printf("  note: %s, %d clients, first error: %s\n", r.path, r.clients, r.firstError)
-		}
-	}
-	fmt.Println("  calls/s counts exact echoes over the measured phase; connect/this > 1 means connect is faster")
-	fmt.Println()
 }

@@ -155,47 +155,7 @@ func TestConnectNodeClient(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "connect.mjs", "--command", wraptoolBin, "--config", s.ConfigPath,
 		"--tool", "fake_pull", "--args", "origin", "--wait-ms", strconv.Itoa(int(nodeNotifyWait/time.Millisecond)))
 	cmd.Dir = nodeDir
-	cmd.WaitDelay = 5 * time.Second
-	// The client and the connect it starts share a process group, killed
-	// whole: a connect left behind would hold the output pipes open.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stderr logBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	events := make(chan nodeEvent)
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-		for sc.Scan() {
-			var ev nodeEvent
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				ev = nodeEvent{Event: "unparsed", Message: sc.Text()}
-			}
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-			}
-		}
-		close(events)
-		exited <- cmd.Wait()
-		close(exited) // later receivers (the cleanup) find it closed
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			t.Errorf("node client did not exit within 15s of being killed")
-		}
-	})
+	events, exited, stderr := startNodeEvents(t, ctx, cancel, cmd)
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf(format+"\n--- node and connect stderr:\n%s\n--- server log:\n%s", append(args, stderr.String(), s.Log())...)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,48 +46,7 @@ func TestNodeClient(t *testing.T) {
 		"--wait-ms", strconv.Itoa(int(nodeNotifyWait/time.Millisecond)))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "WRAPTOOL_TOKEN="+s.Token)
-	cmd.WaitDelay = 5 * time.Second
-	var stderr logBuffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// One goroutine reads the client's JSON lines, then reaps it (Wait only
-	// after the last read). exited yields Wait's result once, then is closed.
-	events := make(chan nodeEvent)
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	read:
-		for sc.Scan() {
-			var ev nodeEvent
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				ev = nodeEvent{Event: "unparsed", Message: sc.Text()}
-			}
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-				break read
-			}
-		}
-		close(events)
-		exited <- cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		// Kill the node process whatever happened, and wait for it.
-		cancel()
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			t.Errorf("node client did not exit within 15s of being killed")
-		}
-	})
+	events, exited, stderr := startNodeEvents(t, ctx, cancel, cmd)
 
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -376,4 +336,57 @@ func packageBin(dir, pkg, name string) (string, error) {
 		return "", fmt.Errorf("%s's %s: %w", pkg, name, err)
 	}
 	return entry, nil
+}
+
+// startNodeEvents starts cmd, a Node.js script made with
+// exec.CommandContext(ctx, …) that prints one JSON event per line, in a
+// process group of its own that ctx's end (cancel) kills whole, so nothing
+// it started holds its pipes open. One goroutine reads the events, then
+// reaps the process (Wait only after the last read): exited yields Wait's
+// result once, then is closed. When the test ends the process is killed
+// and waited for, bounded.
+func startNodeEvents(t *testing.T, ctx context.Context, cancel context.CancelFunc, cmd *exec.Cmd) (<-chan nodeEvent, <-chan error, *logBuffer) {
+	t.Helper()
+	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	stderr := &logBuffer{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan nodeEvent)
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	read:
+		for sc.Scan() {
+			var ev nodeEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				ev = nodeEvent{Event: "unparsed", Message: sc.Text()}
+			}
+			select {
+			case events <- ev:
+			case <-ctx.Done():
+				break read
+			}
+		}
+		close(events)
+		exited <- cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			t.Errorf("node client did not exit within 15s of being killed")
+		}
+	})
+	return events, exited, stderr
 }

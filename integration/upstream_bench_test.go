@@ -448,27 +448,37 @@ func call(ctx context.Context, session *mcp.ClientSession, tool string, echo ups
 // of wraptool's throughput to its own at the same count, then notes on
 // what went wrong.
 func printUpstreamTable(upstream string, rows []benchRow) {
-	wraptool := map[int]benchRow{}
+	printBenchTable(fmt.Sprintf("wraptool upstream bridge (%s; %d calls for 1 client, %d per client for %d; %d warm-up calls per client first)",
+		upstream, upstreamCallsOne, upstreamCallsMany, upstreamManyClients, upstreamWarmup), "wraptool", rows)
+}
+
+// printBenchTable prints rows under title with each path's throughput
+// relative to the baseline path's with as many clients ("base/this > 1"
+// means the baseline is faster), and the first error or crossed reply of
+// each row below.
+func printBenchTable(title, baseline string, rows []benchRow) {
+	base := map[int]benchRow{}
+	width := len("path")
 	for _, r := range rows {
-		if r.path == "wraptool" && r.unavailable == "" {
-			wraptool[r.clients] = r
+		if r.path == baseline && r.unavailable == "" {
+			base[r.clients] = r
 		}
+		width = max(width, len(r.path))
 	}
-	fmt.Printf("\nwraptool upstream bridge (%s; %d calls for 1 client, %d per client for %d; %d warm-up calls per client first)\n",
-		upstream, upstreamCallsOne, upstreamCallsMany, upstreamManyClients, upstreamWarmup)
-	fmt.Printf("  %-24s %7s %10s %9s %7s %8s  %s\n", "path", "clients", "median_ms", "calls/s", "errors", "crossed", "wraptool/this (calls/s)")
+	fmt.Printf("\n%s\n", title)
+	fmt.Printf("  %-*s %7s %10s %9s %7s %8s  %s\n", width, "path", "clients", "median_ms", "calls/s", "errors", "crossed", baseline+"/this (calls/s)")
 	var notes []string
 	for _, r := range rows {
 		if r.unavailable != "" {
 			why, _, _ := strings.Cut(r.unavailable, "\n")
-			fmt.Printf("  %-24s %7d  not measured: %s\n", r.path, r.clients, why)
+			fmt.Printf("  %-*s %7d  not measured: %s\n", width, r.path, r.clients, why)
 			continue
 		}
 		ratio := "-"
-		if w, ok := wraptool[r.clients]; ok && r.rate > 0 {
-			ratio = fmt.Sprintf("%.2fx", w.rate/r.rate)
+		if b, ok := base[r.clients]; ok && r.rate > 0 {
+			ratio = fmt.Sprintf("%.2fx", b.rate/r.rate)
 		}
-		fmt.Printf("  %-24s %7d %10.3f %9.0f %7d %8d  %s\n", r.path, r.clients, ms(r.median), r.rate, r.errors, r.crossed, ratio)
+		fmt.Printf("  %-*s %7d %10.3f %9.0f %7d %8d  %s\n", width, r.path, r.clients, ms(r.median), r.rate, r.errors, r.crossed, ratio)
 		if r.firstError != "" {
 			notes = append(notes, fmt.Sprintf("%s, %d clients, first error: %s", r.path, r.clients, r.firstError))
 		}
@@ -476,7 +486,7 @@ func printUpstreamTable(upstream string, rows []benchRow) {
 			notes = append(notes, fmt.Sprintf("%s, %d clients, first crossed: %s", r.path, r.clients, r.firstCrossed))
 		}
 	}
-	fmt.Println("  calls/s counts exact echoes over the measured phase; wraptool/this > 1 means wraptool is faster")
+	fmt.Printf("  calls/s counts exact echoes over the measured phase; %s/this > 1 means %s is faster\n", baseline, baseline)
 	for _, n := range notes {
 		fmt.Println("  note:", n)
 	}

@@ -341,6 +341,21 @@ func TestHandlerReportsProgressOnLongCalls(t *testing.T) {
 	for _, r := range st.Policy.Rules() {
 		server.AddTool(Definition(r), NewHandler(r.Tool(), r.Subcommand(), func() *State { return st }, context.Background(), discard))
 	}
+	// What the server sent, by token: once a call's result is back this is
+	// final (the reporter stops before the result goes out), so the client
+	// side need only catch up with it.
+	var sentMu sync.Mutex
+	sent := map[any]int{}
+	server.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.ProgressNotificationParams); ok && method == "notifications/progress" {
+				sentMu.Lock()
+				sent[p.ProgressToken]++
+				sentMu.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	for _, tt := range []struct {
 		name  string
 		token any
@@ -385,10 +400,15 @@ func TestHandlerReportsProgressOnLongCalls(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("call: %v, %+v", err, res)
 			}
-			// The client may handle a notification just after the result
-			// it preceded: give it a moment (bounded) either way.
-			pollUntil(t, "the progress notes arrive", func() bool { return len(heard()) >= tt.want })
-			time.Sleep(300 * time.Millisecond) // waiting for a note that must not come
+			// The server sent all it will send before the result; the
+			// client may handle a note just after it, so catch up.
+			sentMu.Lock()
+			n := sent[tt.token]
+			sentMu.Unlock()
+			if n != tt.want {
+				t.Fatalf("the server sent %d progress notes for token %v, want %d", n, tt.token, tt.want)
+			}
+			pollUntil(t, "the progress notes arrive", func() bool { return len(heard()) >= n })
 			notes := heard()
 			if len(notes) != tt.want {
 				t.Fatalf("%d progress notes, want %d: %+v", len(notes), tt.want, notes)
