@@ -24,6 +24,7 @@ type RequestLog struct {
 	in        chan messages.AppendRequest
 	uses      chan messages.UseGrant
 	decides   chan messages.DecideRequest
+	queries   chan messages.PendingQuery
 	filed     chan<- messages.RequestFiled
 	snapshots Snapshots
 	now       func() time.Time
@@ -69,7 +70,7 @@ func NewRequestLog(o RequestLogOptions) *RequestLog {
 	if o.Uses == nil {
 		o.Uses = make(chan messages.UseGrant)
 	}
-	return &RequestLog{in: o.Appends, uses: o.Uses, decides: make(chan messages.DecideRequest), filed: o.Filed, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
+	return &RequestLog{in: o.Appends, uses: o.Uses, decides: make(chan messages.DecideRequest), queries: make(chan messages.PendingQuery), filed: o.Filed, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
 		done: make(chan struct{}), waits: waits, endWaits: endWaits}
 }
 
@@ -104,6 +105,13 @@ func (w *RequestLog) Run(ctx context.Context) error {
 			if err == nil && !s.Existing {
 				w.announce(s)
 			}
+		case m := <-w.queries:
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.current()
+			still, identical, err := w.file.Pending(lockCtx, m.IDs, m.Request)
+			m.Reply <- messages.PendingAnswer{Still: still, Identical: identical, Err: err} // buffered (size 1)
 		case m := <-w.decides:
 			if ctx.Err() != nil {
 				return nil
@@ -186,6 +194,18 @@ func (w *RequestLog) Submit(ctx context.Context, r requests.Request) (requests.S
 		return requests.Submitted{}, err
 	}
 	return res.Submitted, res.Err
+}
+
+// Pending says which of ids are still pending and whether a request
+// identical to r is, through the writer (the toolset.PendingChecker of the
+// request tool's per-session limit). It waits only while ctx lasts.
+func (w *RequestLog) Pending(ctx context.Context, ids []string, r requests.Request) ([]string, bool, error) {
+	reply := make(chan messages.PendingAnswer, 1)
+	a, err := roundTrip(ctx, w.done, w.queries, messages.PendingQuery{IDs: ids, Request: r, Reply: reply}, reply)
+	if err != nil {
+		return nil, false, err
+	}
+	return a.Still, a.Identical, a.Err
 }
 
 // roundTrip sends m to the writer on in and waits for its answer on reply

@@ -55,6 +55,8 @@
 //	DecideRequest.Reply chan error           request log → one handler            1       never blocks: the caller may have gone
 //	UpstreamStates    chan UpstreamStates    metrics scrape → registry            0       blocks, with the scrape's ctx
 //	UpstreamStates.Reply chan map[string]string registry → the scrape             1       never blocks
+//	PendingQuery      chan PendingQuery      request-tool handlers → request log  0       blocks, with the call's ctx
+//	PendingQuery.Reply chan PendingAnswer    request log → one handler            1       never blocks
 //	RequestFiled      chan RequestFiled      request log → hooks                  64      never blocks: a request the hooks have no room for is logged and not hooked
 //	AwaitDecision     chan AwaitDecision     request-tool handlers → grants       0       blocks, with the call's ctx
 //	AwaitDecision.Reply chan requests.Record grants → one handler                 1       never blocks: the caller may have gone; closed unanswered when grants stops
@@ -218,4 +220,20 @@ type AuditLine struct {
 // room for the answer.
 type UpstreamStates struct {
 	Reply chan<- map[string]string
+}
+
+// PendingQuery asks the request-log writer which of IDs are still pending
+// and whether a request identical to Request is (the request tool's
+// per-session limit); Reply (buffer 1) carries the answer.
+type PendingQuery struct {
+	IDs     []string
+	Request requests.Request
+	Reply   chan<- PendingAnswer
+}
+
+// PendingAnswer answers a PendingQuery.
+type PendingAnswer struct {
+	Still     []string
+	Identical bool
+	Err       error
 }

@@ -25,6 +25,11 @@ type Submitter func(context.Context, requests.Request) (requests.Submitted, erro
 // forgotten) when ctx does.
 type Watcher func(ctx context.Context, id string) (<-chan requests.Record, error)
 
+// PendingChecker says which of ids are still pending and whether a request
+// identical to r is, from the server's request-log writer (which reads only
+// what was appended since it last looked).
+type PendingChecker func(ctx context.Context, ids []string, r requests.Request) (still []string, identical bool, err error)
+
 // Decider records a decision made in a client (elicitation) through the
 // server's request-log writer.
 type Decider func(ctx context.Context, id string, d requests.Decision) error
@@ -66,6 +71,9 @@ type RequestTool struct {
 	Watch Watcher
 	// Decide records a client's answer; nil asks no client.
 	Decide Decider
+	// Pending re-checks a session at its limit of pending requests; nil
+	// never lets a session past the limit once it has filed that many.
+	Pending PendingChecker
 	// State is the snapshot in service (policy, help, elicitation
 	// tokens, the config's path).
 	State func() *State
@@ -128,7 +136,7 @@ func (t *RequestTool) Handler() mcp.ToolHandler {
 			call := denied.Call
 			r.Tool, r.Subcommand, r.Flags, r.Call = denied.Tool, denied.Subcommand, denied.Flags, &call
 		}
-		res, release := t.limits.pending(req.Session, st, r)
+		res, release := t.limits.pending(ctx, req.Session, t.Pending, r)
 		if res != nil {
 			return res, nil
 		}
@@ -449,8 +457,8 @@ type sessionLimits struct {
 // that many); nil lets it through, holding a slot until release is called
 // (after the submit, and remember when it filed one). An identical pending
 // request always passes: its submit files nothing.
-func (l *sessionLimits) pending(s *mcp.ServerSession, st *State, r requests.Request) (*mcp.CallToolResult, func()) {
-	if s == nil || st == nil {
+func (l *sessionLimits) pending(ctx context.Context, s *mcp.ServerSession, check PendingChecker, r requests.Request) (*mcp.CallToolResult, func()) {
+	if s == nil {
 		return nil, func() {}
 	}
 	release := func() {
@@ -479,28 +487,23 @@ func (l *sessionLimits) pending(s *mcp.ServerSession, st *State, r requests.Requ
 	if ok {
 		return nil, release
 	}
-	recs, _, err := requests.Read(st.RequestLog)
+	var (
+		still     []string
+		identical bool
+		err       error
+	)
+	if check != nil {
+		still, identical, err = check(ctx, ids, r)
+	} else {
+		still = ids
+	}
 	if err != nil {
 		reserve(nil, true) // the submit reports the log's trouble
 		return nil, release
 	}
-	pending := map[string]bool{}
-	key := r.Key()
-	identical := false
-	for _, rec := range recs {
-		if rec.Status != requests.StatusPending {
-			continue
-		}
-		if (requests.Request{Tool: rec.Tool, Subcommand: rec.Subcommand, Flags: rec.Flags, Call: rec.Call}).Key() == key {
-			identical = true // the submit files nothing and returns its id
-		}
-		pending[rec.ID] = true
-	}
 	gone := map[string]bool{}
 	for _, id := range ids {
-		if !pending[id] {
-			gone[id] = true
-		}
+		gone[id] = !slices.Contains(still, id)
 	}
 	if ok, left := reserve(gone, identical); !ok {
 		return errorResult(fmt.Sprintf("The request was not recorded: this session already has %d requests awaiting the "+

@@ -2,7 +2,6 @@ package toolset
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,20 +168,19 @@ func TestSessionLimitsCountCallsInFlight(t *testing.T) {
 	t.Parallel()
 	l := sessionLimits{waiting: map[*mcp.ServerSession]int{}, filed: map[*mcp.ServerSession][]string{}, inflight: map[*mcp.ServerSession]int{}}
 	s := &mcp.ServerSession{}
-	st := &State{RequestLog: filepath.Join(t.TempDir(), "requests.jsonl")}
 	var releases []func()
 	for i := range MaxPendingPerSession {
-		res, release := l.pending(s, st, requests.Request{Tool: "git", Subcommand: []string{"s" + strconv.Itoa(i)}})
+		res, release := l.pending(t.Context(), s, nil, requests.Request{Tool: "git", Subcommand: []string{"s" + strconv.Itoa(i)}})
 		if res != nil {
 			t.Fatalf("request %d refused: %v", i, res.Content)
 		}
 		releases = append(releases, release)
 	}
-	if res, _ := l.pending(s, st, requests.Request{Tool: "git", Subcommand: []string{"one-more"}}); res == nil {
+	if res, _ := l.pending(t.Context(), s, nil, requests.Request{Tool: "git", Subcommand: []string{"one-more"}}); res == nil {
 		t.Fatalf("an eleventh request in flight passed the limit")
 	}
 	releases[0]() // its submit failed: nothing filed
-	res, release := l.pending(s, st, requests.Request{Tool: "git", Subcommand: []string{"one-more"}})
+	res, release := l.pending(t.Context(), s, nil, requests.Request{Tool: "git", Subcommand: []string{"one-more"}})
 	if res != nil {
 		t.Fatalf("a freed slot was not given: %v", res.Content)
 	}
@@ -192,5 +190,44 @@ func TestSessionLimitsCountCallsInFlight(t *testing.T) {
 	}
 	if len(l.inflight) != 0 {
 		t.Errorf("slots left in flight: %v", l.inflight)
+	}
+}
+
+// At the limit, the session's filed requests are checked with the
+// request-log writer: decided ones free their slots, and a request
+// identical to a pending one passes (its submit files nothing).
+func TestSessionLimitsAskTheWriter(t *testing.T) {
+	t.Parallel()
+	l := sessionLimits{waiting: map[*mcp.ServerSession]int{}, filed: map[*mcp.ServerSession][]string{}, inflight: map[*mcp.ServerSession]int{}}
+	s := &mcp.ServerSession{}
+	for i := range MaxPendingPerSession {
+		l.remember(s, "req_"+strconv.Itoa(i))
+	}
+	var asked []string
+	stillAll := func(_ context.Context, ids []string, r requests.Request) ([]string, bool, error) {
+		asked = ids
+		return ids, r.Subcommand[0] == "same", nil
+	}
+	if res, _ := l.pending(t.Context(), s, stillAll, requests.Request{Tool: "git", Subcommand: []string{"new"}}); res == nil {
+		t.Fatalf("a session with 10 pending passed the limit")
+	}
+	if len(asked) != MaxPendingPerSession {
+		t.Errorf("the writer was asked about %v, want the 10 filed ids", asked)
+	}
+	res, release := l.pending(t.Context(), s, stillAll, requests.Request{Tool: "git", Subcommand: []string{"same"}})
+	if res != nil {
+		t.Fatalf("a request identical to a pending one was refused")
+	}
+	release()
+	oneDecided := func(_ context.Context, ids []string, _ requests.Request) ([]string, bool, error) {
+		return ids[1:], false, nil
+	}
+	res, release = l.pending(t.Context(), s, oneDecided, requests.Request{Tool: "git", Subcommand: []string{"new"}})
+	if res != nil {
+		t.Fatalf("a decided request did not free its slot")
+	}
+	release()
+	if got := len(l.filed[s]); got != MaxPendingPerSession-1 {
+		t.Errorf("%d filed ids kept, want %d (the decided one forgotten)", got, MaxPendingPerSession-1)
 	}
 }

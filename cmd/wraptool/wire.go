@@ -127,7 +127,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	})
 	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Uses: uses, Filed: filed, Snapshots: s.holder, Log: log})
 	s.hooks = actors.NewHooks(actors.HooksOptions{Filed: filed, Snapshots: s.holder, Getenv: a.getenv, Reaper: reaper, Log: log})
-	requestTool := &toolset.RequestTool{Submit: s.requests.Submit, Denials: shared.Denials, Watch: s.grants.Watch,
+	requestTool := &toolset.RequestTool{Submit: s.requests.Submit, Denials: shared.Denials, Watch: s.grants.Watch, Pending: s.requests.Pending,
 		Decide: s.requests.Decide, State: s.holder.State, Log: log}
 	mcpServer.AddTool(requestTool.DefinitionAndHandler())
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))

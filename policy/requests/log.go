@@ -713,6 +713,28 @@ func (l *Log) Decide(ctx context.Context, id string, d Decision, now time.Time) 
 	})
 }
 
+// Pending says which of ids are still pending, and whether a request
+// identical to req is, reading only what was appended since the last call
+// (the per-session limit's re-check: no whole-file read per call). It
+// waits for the lock as Submit does.
+func (l *Log) Pending(ctx context.Context, ids []string, req Request) (still []string, identical bool, err error) {
+	release, err := l.take(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+	err = l.withFile(ctx, func(*os.File) error {
+		for _, id := range ids {
+			if l.fold.status[id] == StatusPending {
+				still = append(still, id)
+			}
+		}
+		_, identical = l.fold.pending(req)
+		return nil
+	})
+	return still, identical, err
+}
+
 // UseGrant consumes the once-grant of request id for one call at now, as
 // one step under the file lock: it folds what was appended since its last
 // call, checks that the latest decision on id is an approval with a

@@ -2,13 +2,16 @@ package requests
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // readSlack is what a Log may read beyond the bytes appended since its last
@@ -495,5 +498,34 @@ func TestLogSharedByGoroutinesFilesARequestOnce(t *testing.T) {
 	}
 	if ls := lines(t, readFile(t, path)); len(ls) != 1 {
 		t.Errorf("the log has %d lines, want 1", len(ls))
+	}
+}
+
+// Pending answers from the fold, reading only what was appended: decided
+// and unknown ids are not pending, an identical request is found whatever
+// its rationale, and a request written by another writer is seen.
+func TestLogPending(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "requests.jsonl")
+	l := Open(path)
+	now := time.Now()
+	submit := func(w *Log, sub string) string {
+		s, err := w.Submit(context.Background(), Request{Tool: "git", Subcommand: []string{sub}, Rationale: "r"}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	a, b := submit(l, "a"), submit(l, "b")
+	if err := l.Decide(context.Background(), a, Decision{Status: StatusDenied, DecidedBy: DecidedByCLI}, now); err != nil {
+		t.Fatal(err)
+	}
+	c := submit(Open(path), "c") // another writer
+	still, identical, err := l.Pending(context.Background(), []string{a, b, c, "req_00000000"}, Request{Tool: "git", Subcommand: []string{"b"}, Rationale: "other words"})
+	if err != nil || !slices.Equal(still, []string{b, c}) || !identical {
+		t.Errorf("Pending = %v, %v, %v; want [%s %s], identical, no error", still, identical, err, b, c)
+	}
+	if _, identical, _ := l.Pending(context.Background(), nil, Request{Tool: "git", Subcommand: []string{"a"}}); identical {
+		t.Errorf("a decided request counted as an identical pending one")
 	}
 }
