@@ -41,6 +41,16 @@ func TestDebouncer(t *testing.T) {
 			want:   []time.Duration{399 * ms},
 		},
 		{
+			name:   "events every 100 ms ring once a second while they last, then 200 ms after the last",
+			events: []time.Duration{0, 100 * ms, 200 * ms, 300 * ms, 400 * ms, 500 * ms, 600 * ms, 700 * ms, 800 * ms, 900 * ms, 1050 * ms, 1150 * ms, 1250 * ms},
+			want:   []time.Duration{1000 * ms, 1450 * ms},
+		},
+		{
+			name:   "an event after a max-wait ring opens a new burst",
+			events: []time.Duration{0, 150 * ms, 300 * ms, 450 * ms, 600 * ms, 750 * ms, 900 * ms, 1050 * ms},
+			want:   []time.Duration{1000 * ms, 1250 * ms},
+		},
+		{
 			name:   "no events yield no ring",
 			events: nil,
 			want:   nil,
