@@ -17,12 +17,93 @@ import (
 //
 // The input schema never rejects a call: unknown properties are allowed so
 // they reach the policy and get a denial that says how to ask for them.
-func Definition(r *policy.Rule) *mcp.Tool {
+func Definition(r *policy.Rule) *mcp.Tool { return NewDefiner().Definition(r) }
+
+// Definer builds the definitions of a policy's rules, sharing one schema
+// map among the properties whose schemas are equal: thousands of rules
+// repeat the same flags (--depth, --ref, cwd), and a map per property per
+// rule was half of the definitions' memory with 5,000 rules exposed.
+// Nothing modifies a definition's schema once built (the SDK and the
+// registry only encode it), so sharing is safe. A Definer is not safe for
+// concurrent use; one serves one snapshot's rules.
+type Definer struct {
+	flags map[flagKey]map[string]any
+	args  map[argsKey]map[string]any
+}
+
+// flagKey is everything flagSchema reads from a flag.
+type flagKey struct {
+	flag, description, pattern string
+	typ                        policy.Type
+	min, max                   int64
+	hasMin, hasMax             bool
+	unproven, help, required   bool
+}
+
+// argsKey is everything the args property depends on.
+type argsKey struct {
+	description string
+	max         int
+	limited     bool
+}
+
+// NewDefiner returns a Definer with nothing shared yet.
+func NewDefiner() *Definer {
+	return &Definer{flags: map[flagKey]map[string]any{}, args: map[argsKey]map[string]any{}}
+}
+
+func (d *Definer) flagSchema(f policy.Flag) map[string]any {
+	k := flagKey{flag: f.Flag, description: f.Description, pattern: f.Pattern, typ: f.Type,
+		unproven: f.Unproven, help: f.Help, required: f.Required}
+	if f.Min != nil {
+		k.min, k.hasMin = *f.Min, true
+	}
+	if f.Max != nil {
+		k.max, k.hasMax = *f.Max, true
+	}
+	if s, ok := d.flags[k]; ok {
+		return s
+	}
+	s := flagSchema(f)
+	d.flags[k] = s
+	return s
+}
+
+func (d *Definer) argsSchema(r *policy.Rule, max int, limited bool) map[string]any {
+	k := argsKey{description: "Positional arguments, in order. None may begin with '-': pass flags as named parameters." + argPatterns(r.ArgPatterns()),
+		max: max, limited: limited}
+	if s, ok := d.args[k]; ok {
+		return s
+	}
+	s := map[string]any{
+		"type":        "array",
+		"items":       sharedStringItems,
+		"description": k.description,
+	}
+	if limited {
+		s["maxItems"] = max
+	}
+	d.args[k] = s
+	return s
+}
+
+// sharedStringItems and sharedCwdSchema are the same in every rule.
+var (
+	sharedStringItems = map[string]any{"type": "string"}
+	sharedCwdSchema   = map[string]any{
+		"type":        "string",
+		"description": "Working directory for the command; defaults to the tool's configured directory.",
+	}
+)
+
+// Definition is the package-level Definition, sharing schemas with the
+// definitions d built before.
+func (d *Definer) Definition(r *policy.Rule) *mcp.Tool {
 	props := map[string]any{}
 	var required []string
 	var listed []string
 	for _, f := range r.Flags() {
-		props[f.Property] = flagSchema(f)
+		props[f.Property] = d.flagSchema(f)
 		if f.Required {
 			required = append(required, f.Property)
 		}
@@ -32,20 +113,9 @@ func Definition(r *policy.Rule) *mcp.Tool {
 	}
 	max, limited := r.PositionalMax()
 	if !limited || max > 0 {
-		args := map[string]any{
-			"type":        "array",
-			"items":       map[string]any{"type": "string"},
-			"description": "Positional arguments, in order. None may begin with '-': pass flags as named parameters." + argPatterns(r.ArgPatterns()),
-		}
-		if limited {
-			args["maxItems"] = max
-		}
-		props[policy.ArgsProperty] = args
+		props[policy.ArgsProperty] = d.argsSchema(r, max, limited)
 	}
-	props[policy.CwdProperty] = map[string]any{
-		"type":        "string",
-		"description": "Working directory for the command; defaults to the tool's configured directory.",
-	}
+	props[policy.CwdProperty] = sharedCwdSchema
 	schema := map[string]any{"type": "object", "properties": props}
 	if len(required) > 0 {
 		schema["required"] = required

@@ -54,8 +54,9 @@ func BenchmarkDefinitions5000(b *testing.B) {
 	p := largePolicy(b)
 	b.ReportAllocs()
 	for b.Loop() {
+		d := NewDefiner()
 		for _, r := range p.Rules() {
-			if _, err := json.Marshal(Definition(r)); err != nil {
+			if _, err := json.Marshal(d.Definition(r)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -70,8 +71,9 @@ func BenchmarkAddTools5000(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s := mcp.NewServer(&mcp.Implementation{Name: "bench"}, nil)
+		d := NewDefiner()
 		for _, r := range p.Rules() {
-			s.AddTool(Definition(r), h)
+			s.AddTool(d.Definition(r), h)
 		}
 	}
 }

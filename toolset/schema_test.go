@@ -54,3 +54,53 @@ func TestDefinitionsShareOutputSchema(t *testing.T) {
 		t.Error("the shared output schema differs from runOutputSchema's")
 	}
 }
+
+// A Definer shares a flag's schema only between flags whose schemas are
+// equal: changing any field of a flag that flagSchema reads must give a
+// schema of its own. The test walks policy.Flag by reflection, so a field
+// flagSchema starts to read without joining flagKey fails it.
+func TestDefinerSharesOnlyEqualFlagSchemas(t *testing.T) {
+	t.Parallel()
+	lo, hi := int64(1), int64(9)
+	base := policy.Flag{Flag: "--depth", Property: "depth", Type: policy.TypeInteger, Min: &lo, Max: &hi, Description: "how deep"}
+	other := func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			v.SetInt(v.Int() + 1)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			v.SetUint(v.Uint() + 1)
+		case reflect.Pointer: // *int64
+			n := v.Elem().Int() + 1
+			v.Set(reflect.ValueOf(&n))
+		default:
+			t.Fatalf("policy.Flag has a %s field: teach this test to change it", v.Kind())
+		}
+	}
+	ft := reflect.TypeOf(base)
+	for i := range ft.NumField() {
+		f := ft.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			changed := base
+			other(reflect.ValueOf(&changed).Elem().Field(i))
+			d := NewDefiner()
+			first, second := d.flagSchema(base), d.flagSchema(changed)
+			if !reflect.DeepEqual(second, flagSchema(changed)) {
+				t.Errorf("with %s changed the Definer gave %v, want %v", f.Name, second, flagSchema(changed))
+			}
+			if !reflect.DeepEqual(first, flagSchema(base)) {
+				t.Errorf("the first schema was changed by the second lookup: %v", first)
+			}
+		})
+	}
+	d := NewDefiner()
+	if a, b := d.flagSchema(base), d.flagSchema(base); reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+		t.Error("two equal flags got separate schema maps")
+	}
+}

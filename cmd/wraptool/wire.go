@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -104,7 +105,10 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 			s.metrics.Rejected()
 			s.holder.AuditRejected(ctx, cause, err)
 		},
-		Accepted: func(string) { s.metrics.Loaded(time.Now(), true) },
+		Accepted: func(string) {
+			s.metrics.Loaded(time.Now(), true)
+			releaseLoadGarbage()
+		},
 	})
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
 		Logger: slog.New(actors.Quieter{Handler: log.Handler()}).With("component", "mcp"),
@@ -133,6 +137,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
 	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
 	s.registry.Prime()
+	releaseLoadGarbage()
 	src.server = mcpServer
 	src.upstreams = func() map[string]string {
 		ctx, cancel := context.WithTimeout(context.Background(), scrapeWait)
@@ -303,3 +308,12 @@ func (a *app) signalContext(ctx context.Context) (context.Context, func()) {
 func defaultHooks() hooks {
 	return hooks{notify: signal.Notify, stopNotify: signal.Stop, load: config.LoadFile}
 }
+
+// releaseLoadGarbage returns to the system the memory a load used and no
+// longer needs. A load allocates several times what its policy keeps (a
+// 2.5 MB config of 5,000 rules: ~140 MB for ~45 MB kept, most of it
+// yaml.v3's node tree), and the Go runtime would otherwise hold those pages
+// for minutes; a server that sits idle between reloads would show twice
+// its size. Loads are rare (at most about one a second, by the debounce's
+// maximum wait), so the forced collection this costs is too.
+func releaseLoadGarbage() { debug.FreeOSMemory() }
