@@ -17,7 +17,7 @@ import (
 // the platform cache dir, its runs tracked by the reaper. cacheOnly makes it
 // run nothing (config validate never runs a tool).
 func (a *app) newIntrospector(reaper *runner.Reaper, cacheOnly bool) *introspect.Introspector {
-	o := &introspect.Options{CacheOnly: cacheOnly, Reaper: reaper, Log: a.log.With("component", "introspect")}
+	o := &introspect.Options{CacheOnly: cacheOnly, Reaper: reaper, Log: a.log} // introspect adds its component
 	if dir, err := config.CacheDir(a.configOptions()); err == nil {
 		o.CacheDir = filepath.Join(dir, "introspection")
 	} else {
