@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/webui/httpguard"
 )
 
@@ -440,14 +443,87 @@ func (h *Hub) Handler() http.Handler {
 type sessionLifeKey struct{}
 
 // sseLife gives each legacy SSE session its stream's request context as its
-// lifetime: the stream is the session.
+// lifetime (the stream is the session), and its id: go-sdk names a legacy
+// SSE session only in the endpoint it announces on the stream
+// (?sessionid=…), and its ServerSession.ID() is "" there, so the id is read
+// from that first event as it is written, for the audit log (CONTRACT §12).
 func sseLife(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			r = r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, r.Context()))
+			sw := &sseIDWriter{ResponseWriter: w}
+			ctx := context.WithValue(r.Context(), sessionLifeKey{}, r.Context())
+			ctx = toolset.WithSessionID(ctx, sw.sessionID)
+			w, r = sw, r.WithContext(ctx)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sseEndpointScan bounds how much of a stream's start sseIDWriter keeps
+// while it looks for the endpoint event: the event is the stream's first.
+const sseEndpointScan = 4 << 10
+
+// sseIDWriter passes a legacy SSE stream through and reads the session id
+// from its endpoint event. Calls can only arrive once the client has read
+// that event, so the id is known by the first call; the mutex is for the
+// race detector's sake and for a stream that never announces one.
+type sseIDWriter struct {
+	http.ResponseWriter
+	mu   sync.Mutex
+	id   string
+	head []byte // the stream so far, until the id is found or the scan ends
+	done bool
+}
+
+func (w *sseIDWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	if !w.done {
+		w.head = append(w.head, p[:min(len(p), sseEndpointScan-len(w.head))]...)
+		w.id, w.done = sseSessionID(w.head)
+		if w.done || len(w.head) >= sseEndpointScan {
+			w.done, w.head = true, nil
+		}
+	}
+	w.mu.Unlock()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps the stream flushable: the SDK flushes each event.
+func (w *sseIDWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *sseIDWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *sseIDWriter) sessionID() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.id
+}
+
+// sseSessionID finds the session id in the endpoint event at the start of
+// a legacy SSE stream ("event: endpoint\ndata: /sse?sessionid=ID\n\n"),
+// and reports whether that event is complete. The id is kept only when it
+// is plain (letters, digits, - and _), as the SDK makes them.
+func sseSessionID(head []byte) (string, bool) {
+	_, data, ok := bytes.Cut(head, []byte("\ndata: "))
+	if !ok {
+		return "", false
+	}
+	line, _, complete := bytes.Cut(data, []byte("\n"))
+	if !complete {
+		return "", false
+	}
+	u, err := url.Parse(string(line))
+	if err != nil {
+		return "", true
+	}
+	id := u.Query().Get("sessionid")
+	for _, c := range id {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') || len(id) > 128 {
+			return "", true
+		}
+	}
+	return id, true
 }
 
 // sseMethods is what /sse serves: GET opens a session's stream, and a POST

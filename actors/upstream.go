@@ -280,7 +280,7 @@ func audited(server string, state func() *toolset.State, stop context.Context, h
 		}
 		line := toolset.CallAudit{Time: time.Now().UTC(), Tool: req.Params.Name, Decision: "allowed",
 			Policy: st.AuditPolicy, Upstream: server}
-		line.Session, line.Client = toolset.SessionOf(req)
+		line.Session, line.Client = toolset.SessionOf(ctx, req)
 		began := time.Now()
 		res, err := h(ctx, req)
 		line.DurationMS = time.Since(began).Milliseconds()

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,14 +151,14 @@ func TestBenchReport(t *testing.T) {
 			dLat, bLat, wLat = append(dLat, d), append(bLat, b), append(wLat, w)
 		}
 	}
-	for _, row := range []struct {
-		label string
-		lat   []time.Duration
-	}{{"direct exec (os/exec)", dLat}, {"bare go-sdk server", bLat}, {"wraptool", wLat}} {
-		r.linef("  %-24s p50 %8.3f ms   p99 %8.3f ms", row.label, ms(pct(row.lat, 50)), ms(pct(row.lat, 99)))
-	}
+	d50, d99 := percentiles(dLat)
+	b50, b99 := percentiles(bLat)
+	w50, w99 := percentiles(wLat)
+	r.linef("  %-24s p50 %8.3f ms   p99 %8.3f ms", "direct exec (os/exec)", ms(d50), ms(d99))
+	r.linef("  %-24s p50 %8.3f ms   p99 %8.3f ms", "bare go-sdk server", ms(b50), ms(b99))
+	r.linef("  %-24s p50 %8.3f ms   p99 %8.3f ms", "wraptool", ms(w50), ms(w99))
 	r.linef("  wraptool/direct p50 %.2fx p99 %.2fx;  wraptool/bare p50 %.2fx p99 %.2fx",
-		ratio(pct(wLat, 50), pct(dLat, 50)), ratio(pct(wLat, 99), pct(dLat, 99)), ratio(pct(wLat, 50), pct(bLat, 50)), ratio(pct(wLat, 99), pct(bLat, 99)))
+		ratio(w50, d50), ratio(w99, d99), ratio(w50, b50), ratio(w99, b99))
 
 	// Throughput with 16 clients, each with its own session.
 	r.section(fmt.Sprintf("throughput, %d clients × %d calls (each client its own session)", reportClients, reportPerClient))
@@ -194,7 +193,8 @@ func TestBenchReport(t *testing.T) {
 			t.Fatalf("no list_changed within 30 s of config write %d:\n%s", i, s.Log())
 		}
 	}
-	r.linef("  p50 %7.1f ms   p99 %7.1f ms", ms(pct(reloads, 50)), ms(pct(reloads, 99)))
+	r50, r99 := percentiles(reloads)
+	r.linef("  p50 %7.1f ms   p99 %7.1f ms", ms(r50), ms(r99))
 
 	// Upstream bridge and connect, against the same stdio upstream.
 	r.section(fmt.Sprintf("upstream bridge and connect (fakeupstream's echo tool; %d calls, one client, %d warm-up)", upstreamCallsOne, upstreamWarmup))
@@ -574,12 +574,6 @@ func statusKB(t *testing.T, pid int, field string) int64 {
 	}
 	t.Fatalf("/proc/%d/status has no %s", pid, field)
 	return 0
-}
-
-func pct(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

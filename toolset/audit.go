@@ -104,13 +104,29 @@ func (g *Grants) GrantIDs() []string {
 	return ids
 }
 
+// sessionIDKey is the context key WithSessionID sets.
+type sessionIDKey struct{}
+
+// WithSessionID returns ctx carrying id, which names the session of the
+// calls made in it, for a transport whose sessions the SDK gives no id:
+// go-sdk's legacy SSE sessions answer ID() with "" although the stream
+// announced ?sessionid=… to the client. id is called when a call is
+// audited, so it may learn the id after ctx was made.
+func WithSessionID(ctx context.Context, id func() string) context.Context {
+	return context.WithValue(ctx, sessionIDKey{}, id)
+}
+
 // SessionOf names the session and client of a call for the audit log:
-// the MCP session id, and name/version from the client's initialize.
-func SessionOf(req *mcp.CallToolRequest) (session, client string) {
+// the MCP session id (the SDK's, else WithSessionID's), and name/version
+// from the client's initialize.
+func SessionOf(ctx context.Context, req *mcp.CallToolRequest) (session, client string) {
 	if req == nil || req.Session == nil {
 		return "", ""
 	}
 	session = req.Session.ID()
+	if id, ok := ctx.Value(sessionIDKey{}).(func() string); ok && session == "" {
+		session = id()
+	}
 	if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 		client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
 	}

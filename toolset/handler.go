@@ -195,7 +195,7 @@ func (st *State) auditFor(ctx, stop context.Context, req *mcp.CallToolRequest) *
 	}
 	a.ctx, a.release = auditContext(ctx, stop)
 	a.line = CallAudit{Time: time.Now().UTC(), Tool: req.Params.Name, Policy: st.AuditPolicy}
-	a.line.Session, a.line.Client = SessionOf(req)
+	a.line.Session, a.line.Client = SessionOf(ctx, req)
 	return a
 }
 
