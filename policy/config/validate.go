@@ -56,6 +56,7 @@ type validator struct {
 type exposedName struct {
 	name string
 	path fieldPath
+	at   pos // where path was written, looked up once for the sort
 }
 
 func (v *validator) fail(p fieldPath, format string, args ...any) {
@@ -540,14 +541,14 @@ func (v *validator) expose(p fieldPath, name string) {
 		v.fail(p, "the MCP tool name %q is %d characters; the limit is %d", name, len(name), policy.MaxToolNameLen)
 		return
 	}
-	v.exposed = append(v.exposed, exposedName{name, p})
+	v.exposed = append(v.exposed, exposedName{name, p, v.c.lines.at(p)})
 }
 
 // collisions reports every exposed name after the first, in document order,
 // that repeats an earlier one.
 func (v *validator) collisions() {
 	slices.SortStableFunc(v.exposed, func(a, b exposedName) int {
-		pa, pb := v.c.lines.at(a.path), v.c.lines.at(b.path)
+		pa, pb := a.at, b.at
 		if pa.line != pb.line {
 			return pa.line - pb.line
 		}

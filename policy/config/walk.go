@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,26 +17,68 @@ import (
 // operator should not need to read. It records where every field was written.
 type walker struct {
 	file  string
-	lines lineIndex
+	lines *lineIndex
 	errs  []*Error
+	// segs is the path to the node being walked, one segment each (up is
+	// nil): a fieldPath is linked up from it only for an error, since one
+	// per field was most of the walk's garbage.
+	segs []fieldPath
+	// pending holds, for each mapping on the way down, the values of the
+	// keys just recorded, walked once the mapping's block is complete.
+	pending []pendingValue
+	// scalars memoizes the trial decode of non-string scalars (which
+	// decoder then uses): a large config repeats a few values (true, 1,
+	// 100) thousands of times, and a decode is a decoder and a reflect.New
+	// each.
+	scalars map[scalarKey]scalarValue
+}
+
+type pendingValue struct {
+	n *yaml.Node
+	t reflect.Type
+}
+
+// scalarKey is everything of a scalar node a decode into t depends on.
+type scalarKey struct {
+	t          reflect.Type
+	tag, value string
+	style      yaml.Style
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
+
+// path is the field path of the node being walked.
+func (w *walker) path() fieldPath {
+	var p fieldPath
+	for _, s := range w.segs {
+		parent := p
+		s.up = &parent
+		p = s
+	}
+	return p
+}
 
 func (w *walker) fail(n *yaml.Node, p fieldPath, format string, args ...any) {
 	w.errs = append(w.errs, &Error{File: w.file, Line: n.Line, col: n.Column, Path: p.String(), Msg: fmt.Sprintf(format, args...)})
 }
 
-// walk checks n against t. Null is accepted for anything but a mapping that
-// stands for a whole tool, rule or constraint, which would decode to nil.
-func (w *walker) walk(n *yaml.Node, t reflect.Type, p fieldPath) {
+// record adds an entry for a key or list item written at n to the block
+// being filled.
+func (w *walker) record(key string, n *yaml.Node) {
+	w.lines.entries = append(w.lines.entries, lineEntry{key: key, line: int32(n.Line), col: int32(n.Column)})
+}
+
+// walk checks n, recorded as entry id, against t. Null is accepted for
+// anything but a mapping that stands for a whole tool, rule or constraint,
+// which would decode to nil.
+func (w *walker) walk(n *yaml.Node, t reflect.Type, id int32) {
 	if n.Kind == yaml.AliasNode {
-		w.fail(n, p, "aliases are not supported: write the value out")
+		w.fail(n, w.path(), "aliases are not supported: write the value out")
 		return
 	}
 	if isNull(n) {
 		if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-			w.fail(n, p, "must not be empty")
+			w.fail(n, w.path(), "must not be empty")
 		}
 		return
 	}
@@ -43,89 +86,118 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, p fieldPath) {
 		t = t.Elem()
 	}
 	switch {
-	case t.Kind() == reflect.Struct:
-		w.walkStruct(n, t, p)
-	case t.Kind() == reflect.Map:
-		w.walkMap(n, t, p)
+	case t.Kind() == reflect.Struct, t.Kind() == reflect.Map:
+		w.walkMapping(n, t, id)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			w.fail(n, p, "want a list, got %s", describe(n))
+			w.fail(n, w.path(), "want a list, got %s", describe(n))
 			return
 		}
+		first := int32(len(w.lines.entries))
+		for _, item := range n.Content {
+			w.record("", item)
+		}
+		e := &w.lines.entries[id]
+		e.first, e.n, e.items = first, int32(len(n.Content)), true
 		for i, item := range n.Content {
-			ip := p.index(i)
-			w.lines[ip.String()] = pos{item.Line, item.Column}
-			w.walk(item, t.Elem(), ip)
+			w.segs = append(w.segs, fieldPath{idx: i})
+			w.walk(item, t.Elem(), first+int32(i))
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	default:
-		w.walkScalar(n, t, p)
+		w.walkScalar(n, t)
 	}
 }
 
-func (w *walker) walkStruct(n *yaml.Node, t reflect.Type, p fieldPath) {
+// walkMapping checks a mapping that is a struct (its keys are t's fields)
+// or a map. It records the mapping's keys first, as one block, and only
+// then walks their values, whose keys go in blocks of their own.
+func (w *walker) walkMapping(n *yaml.Node, t reflect.Type, id int32) {
 	if n.Kind != yaml.MappingNode {
-		w.fail(n, p, "want a mapping, got %s", describe(n))
+		w.fail(n, w.path(), "want a mapping, got %s", describe(n))
 		return
 	}
-	fields := yamlFields(t)
+	var fields map[string]yamlField
+	if t.Kind() == reflect.Struct {
+		fields = yamlFields(t)
+	}
+	first := int32(len(w.lines.entries))
+	mark := len(w.pending)
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if !w.key(k, p, seen) {
+		if !w.key(k, seen) {
 			continue
 		}
-		kp := p.key(k.Value)
-		ft, ok := fields[k.Value]
+		if fields == nil {
+			w.record(k.Value, k)
+			w.pending = append(w.pending, pendingValue{v, t.Elem()})
+			continue
+		}
+		f, ok := fields[k.Value]
 		if !ok {
-			w.fail(k, kp, "unknown field%s", suggest(k.Value, fields))
+			w.fail(k, w.path().key(k.Value), "unknown field%s", suggest(k.Value, fields))
 			continue
 		}
-		w.lines[kp.String()] = pos{k.Line, k.Column}
-		w.walk(v, ft, kp)
+		// The field's own name, not the parser's copy of it: the index
+		// outlives the node tree.
+		w.record(f.name, k)
+		w.pending = append(w.pending, pendingValue{v, f.t})
 	}
+	block := w.lines.entries[first:]
+	values := w.pending[mark:]
+	if len(block) > sortedBlock {
+		sortBlock(block, values)
+	}
+	e := &w.lines.entries[id]
+	e.first, e.n = first, int32(len(block))
+	for i, v := range values {
+		// values stays valid while the walk below appends to w.pending:
+		// appends go past it, and a new backing array leaves it as it is.
+		w.segs = append(w.segs, fieldPath{name: w.lines.entries[first+int32(i)].key, idx: -1})
+		w.walk(v.n, v.t, first+int32(i))
+		w.segs = w.segs[:len(w.segs)-1]
+	}
+	w.pending = w.pending[:mark]
 }
 
-func (w *walker) walkMap(n *yaml.Node, t reflect.Type, p fieldPath) {
-	if n.Kind != yaml.MappingNode {
-		w.fail(n, p, "want a mapping, got %s", describe(n))
-		return
+// sortBlock sorts a mapping's recorded keys, with their values, by key.
+func sortBlock(block []lineEntry, values []pendingValue) {
+	order := make([]int, len(block))
+	for i := range order {
+		order[i] = i
 	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if !w.key(k, p, seen) {
-			continue
-		}
-		kp := p.key(k.Value)
-		w.lines[kp.String()] = pos{k.Line, k.Column}
-		w.walk(v, t.Elem(), kp)
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(block[a].key, block[b].key) })
+	b, v := slices.Clone(block), slices.Clone(values)
+	for i, j := range order {
+		block[i], values[i] = b[j], v[j]
 	}
 }
 
 // key checks one mapping key: a plain scalar, not a merge key, not repeated.
-func (w *walker) key(k *yaml.Node, p fieldPath, seen map[string]int) bool {
+func (w *walker) key(k *yaml.Node, seen map[string]int) bool {
 	switch {
 	case k.Kind == yaml.AliasNode:
-		w.fail(k, p, "aliases are not supported: write the value out")
+		w.fail(k, w.path(), "aliases are not supported: write the value out")
 		return false
 	case k.Kind != yaml.ScalarNode:
-		w.fail(k, p, "a key must be a plain string, got %s", describe(k))
+		w.fail(k, w.path(), "a key must be a plain string, got %s", describe(k))
 		return false
 	case k.Tag == "!!merge":
-		w.fail(k, p, "merge keys (<<) are not supported: write the values out")
+		w.fail(k, w.path(), "merge keys (<<) are not supported: write the values out")
 		return false
 	}
 	if first, dup := seen[k.Value]; dup {
-		w.fail(k, p.key(k.Value), "duplicate key (first written on line %d)", first)
+		w.fail(k, w.path().key(k.Value), "duplicate key (first written on line %d)", first)
 		return false
 	}
 	seen[k.Value] = k.Line
 	return true
 }
 
-func (w *walker) walkScalar(n *yaml.Node, t reflect.Type, p fieldPath) {
+func (w *walker) walkScalar(n *yaml.Node, t reflect.Type) {
 	if n.Kind != yaml.ScalarNode {
-		w.fail(n, p, "want %s, got %s", want(t), describe(n))
+		w.fail(n, w.path(), "want %s, got %s", want(t), describe(n))
 		return
 	}
 	if t.Kind() == reflect.String && n.ShortTag() == "!!str" {
@@ -133,9 +205,38 @@ func (w *walker) walkScalar(n *yaml.Node, t reflect.Type, p fieldPath) {
 		// decoder per scalar) was a tenth of a large config's load.
 		return
 	}
-	if err := n.Decode(reflect.New(t).Interface()); err != nil {
-		w.fail(n, p, "want %s, got %q", want(t), n.Value)
+	sk := scalarKey{t, n.Tag, n.Value, n.Style}
+	v, seen := w.scalars[sk]
+	if !seen {
+		p := reflect.New(t)
+		v = scalarValue{n.Decode(p.Interface()) == nil, p.Elem()}
+		if w.scalars == nil {
+			w.scalars = map[scalarKey]scalarValue{}
+		}
+		w.scalars[sk] = v
 	}
+	if !v.ok {
+		w.fail(n, w.path(), "want %s, got %q", want(t), n.Value)
+	}
+}
+
+// countFields counts the keys and list items under n: at least as many as
+// the walker records.
+func countFields(n *yaml.Node) int {
+	count := 0
+	switch n.Kind {
+	case yaml.MappingNode:
+		count = len(n.Content) / 2
+		for i := 1; i < len(n.Content); i += 2 {
+			count += countFields(n.Content[i])
+		}
+	case yaml.SequenceNode:
+		count = len(n.Content)
+		for _, item := range n.Content {
+			count += countFields(item)
+		}
+	}
+	return count
 }
 
 func isNull(n *yaml.Node) bool {
@@ -144,15 +245,22 @@ func isNull(n *yaml.Node) bool {
 
 // fieldsByType caches yamlFields per struct type: the types are fixed, and a
 // large config walks the same few structs thousands of times.
-var fieldsByType sync.Map // reflect.Type → map[string]reflect.Type
+var fieldsByType sync.Map // reflect.Type → map[string]yamlField
 
-// yamlFields maps each YAML key of a struct to its field type. The map is
-// shared: do not modify it.
-func yamlFields(t reflect.Type) map[string]reflect.Type {
+// yamlField is one field of a config struct, by its YAML key.
+type yamlField struct {
+	name  string // the YAML key
+	t     reflect.Type
+	index int // for reflect.Value.Field
+}
+
+// yamlFields maps each YAML key of a struct to its field. The map is shared:
+// do not modify it.
+func yamlFields(t reflect.Type) map[string]yamlField {
 	if m, ok := fieldsByType.Load(t); ok {
-		return m.(map[string]reflect.Type)
+		return m.(map[string]yamlField)
 	}
-	m := map[string]reflect.Type{}
+	m := map[string]yamlField{}
 	defer fieldsByType.Store(t, m)
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -160,7 +268,7 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		if tag == "" || tag == "-" || !f.IsExported() {
 			continue
 		}
-		m[tag] = f.Type
+		m[tag] = yamlField{tag, f.Type, i}
 	}
 	return m
 }
@@ -193,7 +301,7 @@ func want(t reflect.Type) string {
 
 // suggest names the closest known key, so a typo such as flag_constraint
 // points at flag_constraints.
-func suggest(got string, fields map[string]reflect.Type) string {
+func suggest(got string, fields map[string]yamlField) string {
 	best, bestD := "", 4
 	for name := range fields {
 		if d := distance(got, name); d < bestD || d == bestD && name < best {
