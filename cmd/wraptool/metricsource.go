@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/actors"
@@ -32,10 +34,29 @@ func callMetrics(m *metrics.Metrics) mcp.Middleware {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
 				tool = p.Name
 			}
+			if unknownTool(err) {
+				// The name is the client's, not a tool's: one series per
+				// made-up name would grow /metrics without bound, and the
+				// name's bytes would reach the scrape as sent.
+				tool = unknownToolLabel
+			}
 			m.Call(tool, callDecision(res, err), time.Since(start))
 			return res, err
 		}
 	}
+}
+
+// unknownToolLabel is the tool label of calls to a tool that is not
+// exposed. Tool names never hold parentheses (CONTRACT §2), so it names no
+// tool.
+const unknownToolLabel = "(unknown)"
+
+// unknownTool reports whether a call ended as the SDK answers a tool it
+// does not have: before any handler ran, so the name is only what the
+// client sent.
+func unknownTool(err error) bool {
+	var rpc *jsonrpc.Error
+	return errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(rpc.Message, "unknown tool")
 }
 
 // callDecision names a call's outcome for the metrics.

@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrInvalid is wrapped by every *Error: the file was read but is not an
@@ -43,21 +45,58 @@ type Error struct {
 }
 
 // Error renders "file:line: path: msg", then Detail on the following lines.
+// Whatever a message quotes from the config or the system (a path, a
+// pattern in a regexp error, an OS error) is rendered with escapes for
+// what a terminal would act on: an error is printed to the operator's
+// terminal, and a config can come from elsewhere.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
+	b.WriteString(shown(e.File, ""))
 	if e.Line > 0 {
 		fmt.Fprintf(&b, ":%d", e.Line)
 	}
 	b.WriteString(": ")
 	if e.Path != "" {
-		b.WriteString(e.Path)
+		b.WriteString(shown(e.Path, ""))
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Msg)
+	b.WriteString(shown(e.Msg, ""))
 	if e.Detail != "" {
 		b.WriteString("\n")
-		b.WriteString(e.Detail)
+		b.WriteString(shown(e.Detail, "\n\t"))
+	}
+	return b.String()
+}
+
+// shown is s with every character strconv.IsPrint rejects (controls,
+// escape sequences' ESC, bidirectional overrides, zero-width characters)
+// and every invalid byte written as its Go escape, except the characters
+// in keep. Backslashes stay as they are: values a message already quotes
+// are Go-quoted, and doubling their escapes would only blur them.
+func shown(s, keep string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) && !strings.ContainsRune(keep, r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r) || strings.ContainsRune(keep, r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
 	}
 	return b.String()
 }
