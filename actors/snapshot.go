@@ -61,7 +61,8 @@ type Shared struct {
 // getenv reads the server's environment, for the children's PATH and HOME.
 func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, getenv func(string) string) *Snapshot {
 	c := l.Config
-	protected := append([]string{absPath(c.File)}, c.OwnFiles()...)
+	// One set for all the snapshot's tools: the files are the server's.
+	protected := toolset.NewProtectedFiles(append([]string{absPath(c.File)}, c.OwnFiles()...))
 	rt := make(map[string]toolset.Runtime, len(c.Tools))
 	for name, t := range c.Tools {
 		rt[name] = toolset.Runtime{

@@ -51,8 +51,8 @@ func TestNewSnapshot(t *testing.T) {
 	}
 	rt := s.Runtimes["fake"]
 	for _, own := range []string{f.path, f.token, envFile, overrides, filepath.Join(f.dir, "requests.jsonl")} {
-		if !slices.Contains(rt.Protected, own) {
-			t.Errorf("Runtimes[fake].Protected = %q, want %s among them", rt.Protected, own)
+		if !slices.Contains(rt.Protected.Paths(), own) {
+			t.Errorf("Runtimes[fake].Protected = %q, want %s among them", rt.Protected.Paths(), own)
 		}
 	}
 	if !slices.Contains(rt.Env, "FROM_ENV_FILE=yes") {

@@ -30,7 +30,7 @@ type Runtime struct {
 	// grants key, the audit log); a flag value or positional argument naming
 	// one of them or its folder is refused, and so is a client-supplied cwd
 	// that is one of those folders. Nil means none.
-	Protected []string
+	Protected *ProtectedFiles
 	// Home is the server's HOME, which "~" in a path argument stands for
 	// (besides the child's HOME in Env when that differs); "" means the
 	// child's alone.
@@ -98,10 +98,10 @@ func cwdReason(e *runner.CwdError) string {
 // and resolved path (nil and "" for the server's own), the base of relative
 // paths.
 func protectedReason(d policy.Decision, rt Runtime, dir *os.File, real string) string {
-	if len(rt.Protected) == 0 {
+	ps := rt.Protected.current()
+	if ps == nil {
 		return ""
 	}
-	ps := newProtectedSet(rt.Protected)
 	if d.Cwd != "" && dir != nil {
 		if info, err := dir.Stat(); err == nil && ps.isFolder(real, info) {
 			return "cwd " + policy.Quote(d.Cwd) + " names a folder wraptool protects"

@@ -51,9 +51,9 @@ func TestExecuteRefusesPathsNamingWraptoolsOwnFiles(t *testing.T) {
 		FlagConstraints: map[string]*policy.Constraint{"--output": {Type: "string"}},
 	}}})
 	protected := []string{config, token, audit}
-	rooted := Runtime{WorkingDir: repo, Env: []string{"HOME=" + home}, Home: home, Roots: []string{root}, Protected: protected, Timeout: time.Minute}
-	inConfigDir := Runtime{WorkingDir: cfgDir, Env: []string{}, Protected: protected, Timeout: time.Minute}
-	childHome := Runtime{WorkingDir: repo, Env: []string{"HOME=" + home}, Protected: protected, Timeout: time.Minute}
+	rooted := Runtime{WorkingDir: repo, Env: []string{"HOME=" + home}, Home: home, Roots: []string{root}, Protected: NewProtectedFiles(protected), Timeout: time.Minute}
+	inConfigDir := Runtime{WorkingDir: cfgDir, Env: []string{}, Protected: NewProtectedFiles(protected), Timeout: time.Minute}
+	childHome := Runtime{WorkingDir: repo, Env: []string{"HOME=" + home}, Protected: NewProtectedFiles(protected), Timeout: time.Minute}
 
 	const names = " names a file wraptool protects"
 	cases := []struct {
