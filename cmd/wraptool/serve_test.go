@@ -419,3 +419,25 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestGCPercent(t *testing.T) {
+	t.Parallel()
+	const mb = 1 << 20
+	tests := []struct {
+		live uint64
+		want int
+	}{
+		{0, 1000},
+		{1 * mb, 1000},   // 32 MB of headroom would be 3,200%: capped
+		{4 * mb, 800},    // a small server: 32 MB over 4 MB live
+		{16 * mb, 200},   //
+		{32 * mb, 100},   // from here on, Go's default
+		{45 * mb, 100},   // 500 tools × 10 rules
+		{1024 * mb, 100}, //
+	}
+	for _, tt := range tests {
+		if got := gcPercent(tt.live); got != tt.want {
+			t.Errorf("gcPercent(%d MB) = %d, want %d", tt.live/mb, got, tt.want)
+		}
+	}
+}
