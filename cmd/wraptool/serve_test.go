@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -428,10 +430,10 @@ func TestGCPercent(t *testing.T) {
 		want int
 	}{
 		{0, 1000},
-		{1 * mb, 1000},   // 32 MB of headroom would be 3,200%: capped
-		{4 * mb, 800},    // a small server: 32 MB over 4 MB live
-		{16 * mb, 200},   //
-		{32 * mb, 100},   // from here on, Go's default
+		{1 * mb, 1000},   // 16 MB of headroom would be 1,600%: capped
+		{4 * mb, 400},    // a small server: 16 MB over 4 MB live
+		{8 * mb, 200},    //
+		{16 * mb, 100},   // from here on, Go's default
 		{45 * mb, 100},   // 500 tools × 10 rules
 		{1024 * mb, 100}, //
 	}
@@ -439,5 +441,56 @@ func TestGCPercent(t *testing.T) {
 		if got := gcPercent(tt.live); got != tt.want {
 			t.Errorf("gcPercent(%d MB) = %d, want %d", tt.live/mb, got, tt.want)
 		}
+	}
+}
+
+// The tuner follows the live heap: after a collection with more live, the
+// percent it sets gives the same headroom; it restores what it found when
+// it stops.
+func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
+	// What the tuner finds is not what it will set, so each step shows.
+	before := debug.SetGCPercent(1000)
+	defer debug.SetGCPercent(before)
+	tuner := newGCTuner()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tuner.Run(ctx) }()
+	held := make([][]byte, 0, 64)
+	for range 64 { // 64 MB live: Go's default applies
+		held = append(held, make([]byte, 1<<20))
+	}
+	deadline := time.Now().Add(bound)
+	for {
+		runtime.GC()
+		got := debug.SetGCPercent(-1)
+		debug.SetGCPercent(got)
+		if got == 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with 64 MB live the percent stayed %d, want 100", got)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the runtime: the tuner answers a finalizer
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	for {
+		runtime.GC()
+		got := debug.SetGCPercent(-1)
+		debug.SetGCPercent(got)
+		if got > 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with the 64 MB freed the percent stayed %d, want more than 100", got)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the runtime: the tuner answers a finalizer
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetGCPercent(1000); got != 1000 {
+		t.Errorf("after the tuner stopped the percent is %d, want the 1000 it found", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"syscall"
@@ -41,6 +40,7 @@ type server struct {
 	audit     *actors.Audit
 	metrics   *metrics.Metrics
 	hooks     *actors.Hooks
+	gc        *gcTuner // nil when the operator set GOGC
 	grants    *actors.Grants
 	reaper    *runner.Reaper
 	// admin and ui are the review UI, nil without admin.listen.
@@ -72,6 +72,9 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		auditLines      = make(chan messages.AuditLine, actors.AuditQueue) // tool handlers, policy holder, loader → audit writer
 	)
 	s := &server{reaper: reaper}
+	if a.getenv("GOGC") == "" {
+		s.gc = newGCTuner()
+	}
 	s.audit = actors.NewAudit(actors.AuditOptions{Lines: auditLines, Log: log})
 	// What outlives snapshots: the concurrency slots, the reaper, the
 	// denial memory, the way to consume a once-grant (through the
@@ -108,7 +111,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		},
 		Accepted: func(string) {
 			s.metrics.Loaded(time.Now(), true)
-			tuneMemory(a.getenv)
+			releaseLoadGarbage()
 		},
 	})
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
@@ -138,7 +141,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
 	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
 	s.registry.Prime()
-	tuneMemory(a.getenv)
+	releaseLoadGarbage()
 	src.server = mcpServer
 	src.upstreams = func() map[string]string {
 		ctx, cancel := context.WithTimeout(context.Background(), scrapeWait)
@@ -199,6 +202,9 @@ func (s *server) run(ctx context.Context) error {
 	}
 	if s.admin != nil {
 		plain = append(plain, actor{"admin UI", s.admin.Run})
+	}
+	if s.gc != nil {
+		plain = append(plain, actor{"gc tuner", s.gc.Run})
 	}
 	for _, a := range plain {
 		actx, cancel := context.WithCancel(context.Background())
@@ -310,39 +316,11 @@ func defaultHooks() hooks {
 	return hooks{notify: signal.Notify, stopNotify: signal.Stop, load: config.LoadFile}
 }
 
-// tuneMemory runs after each load. It returns to the system the memory
-// the load used and no longer needs: a load allocates several times what
-// its policy keeps (a 2.5 MB config of 5,000 rules: ~140 MB for ~45 MB
-// kept, most of it yaml.v3's node tree), and the Go runtime would otherwise
-// hold those pages for minutes, so an idle server would show twice its
-// size. Then it sets how far the heap may grow before the next collection
-// (gcPercent), unless the operator set GOGC. Loads are rare (at most about
-// one a second, by the debounce's maximum wait), and so is the forced
-// collection this costs.
-func tuneMemory(getenv func(string) string) {
-	debug.FreeOSMemory()
-	if getenv("GOGC") != "" {
-		return
-	}
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	debug.SetGCPercent(gcPercent(m.HeapAlloc))
-}
-
-// gcHeadroom is how much the heap may grow over what is live before a
-// collection, at least. Every MCP message costs the go-sdk a fresh 32 KiB
-// decoder (≈200 KB allocated per call in all), so with Go's default (grow
-// by what is live) a small server collected every ~20 calls, and marking
-// was a quarter of a call's server CPU (`just bench`: a denied call 463 →
-// 333 µs, an allowed one 973 → 723 µs with the headroom).
-const gcHeadroom = 32 << 20
-
-// gcPercent is the GOGC that lets a heap of live bytes grow by
-// gcHeadroom, or by what is live (Go's default, 100) when that is more,
-// and never by more than ten times what is live.
-func gcPercent(live uint64) int {
-	if live == 0 {
-		return 1000
-	}
-	return int(min(max(gcHeadroom*100/live, 100), 1000))
-}
+// releaseLoadGarbage runs after each load. It returns to the system the
+// memory the load used and no longer needs: a load allocates several times
+// what its policy keeps (a 2.5 MB config of 5,000 rules: ~140 MB for ~45
+// MB kept, most of it yaml.v3's node tree), and the Go runtime would
+// otherwise hold those pages for minutes, so an idle server would show
+// twice its size. Loads are rare (at most about one a second, by the
+// debounce's maximum wait), and so is the forced collection this costs.
+func releaseLoadGarbage() { debug.FreeOSMemory() }
