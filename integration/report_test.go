@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -227,7 +228,7 @@ func TestBenchReport(t *testing.T) {
 	r.linef("  idle, after start (%5.0f ms to serve)        %7.1f MB", ms(started), mb(idleRSS))
 	opened := openSessions(t, s.URL+"/mcp", s.Token, reportSessions)
 	r.linef("  with %d idle Streamable HTTP sessions        %7.1f MB", opened, mb(rssOf(t, s.PID())))
-	large := largeConfig(t, reportLargeTools, reportLargeRules)
+	large := configtest.LargeTools(reportLargeTools, reportLargeRules, helpcli, "")
 	ldir := t.TempDir()
 	lcfg := serverConfig(t, ldir, large)
 	start = time.Now()
@@ -484,34 +485,6 @@ func openSessions(t *testing.T, endpoint, token string, n int) int {
 		opened++
 	}
 	return opened
-}
-
-// largeConfig is the tools: section of issue 18's 500 × 10 config, the
-// same rules as policy/config's BenchmarkLoad500x10, wrapping helpcli so
-// introspection has help to learn and cache.
-func largeConfig(t *testing.T, tools, rules int) string {
-	t.Helper()
-	var b strings.Builder
-	for i := range tools {
-		fmt.Fprintf(&b, "  tool%03d:\n    binary: %s\n    allow:\n", i, helpcli)
-		for j := range rules {
-			fmt.Fprintf(&b, `      - subcommand: [sub%02d, leaf]
-        flags: ["--depth", "--ref", "--force", "-v", "--name%d"]
-        deny_flags: ["--exec"]
-        flag_constraints:
-          "--depth": { type: integer, min: 1, max: 100 }
-          "--ref": { pattern: "[A-Za-z0-9._/-]+" }
-          "--force": { type: boolean }
-          "-v": { type: boolean }
-          "--name%d": { pattern: "name-%d-[a-z]+", required: true }
-        arg_constraints:
-          positional_max: 3
-          patterns: ["origin", "[A-Za-z0-9][A-Za-z0-9._/-]*"]
-`, j, j, j, j)
-		}
-		b.WriteString("    deny:\n      - subcommand: [config]\n")
-	}
-	return b.String()
 }
 
 // scrapeCounter reads one unlabelled sample from the admin /metrics.

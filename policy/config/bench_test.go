@@ -5,18 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
-// writeLargeConfig writes a config of tools × rules allow rules (issue 18's
+// writeLargeConfig writes a config of configtest.LargeTools (issue 18's
 // 500 × 10) into dir, with a token file and one shared executable and env
-// file, and returns the config's path. Every rule has flags, typed and
-// patterned flag constraints, a denied flag and positional patterns; every
-// tool has a deny rule (covering none of its allow rules, so all
-// tools × rules are exposed, as in the issue).
+// file, and returns the config's path.
 func writeLargeConfig(tb testing.TB, dir string, tools, rules int) string {
 	tb.Helper()
 	mustWrite := func(name, body string, mode os.FileMode) string {
@@ -32,27 +30,8 @@ func writeLargeConfig(tb testing.TB, dir string, tools, rules int) string {
 	bin := mustWrite("bin/tool", "#!/bin/sh\n", 0o755)
 	env := mustWrite("env/tool.env", "A=1\n", 0o600)
 	tok := mustWrite("tok/mcp", "mcp-token\n", 0o600)
-	var b strings.Builder
-	fmt.Fprintf(&b, "mcp:\n  listen: 127.0.0.1:8717\n  auth_token_file: %s\ntools:\n", tok)
-	for i := range tools {
-		fmt.Fprintf(&b, "  tool%03d:\n    binary: %s\n    env_files: [%s]\n    allow:\n", i, bin, env)
-		for j := range rules {
-			fmt.Fprintf(&b, `      - subcommand: [sub%02d, leaf]
-        flags: ["--depth", "--ref", "--force", "-v", "--name%d"]
-        deny_flags: ["--exec"]
-        flag_constraints:
-          "--depth": { type: integer, min: 1, max: 100 }
-          "--ref": { pattern: "[A-Za-z0-9._/-]+" }
-          "--force": { type: boolean }
-          "--name%d": { pattern: "name-%d-[a-z]+", required: true }
-        arg_constraints:
-          positional_max: 3
-          patterns: ["origin", "[A-Za-z0-9][A-Za-z0-9._/-]*"]
-`, j, j, j, j)
-		}
-		b.WriteString("    deny:\n      - subcommand: [config]\n")
-	}
-	return mustWrite("config.yaml", b.String(), 0o600)
+	head := fmt.Sprintf("mcp:\n  listen: 127.0.0.1:8717\n  auth_token_file: %s\ntools:\n", tok)
+	return mustWrite("config.yaml", head+configtest.LargeTools(tools, rules, bin, env), 0o600)
 }
 
 // BenchmarkLoad500x10 is issue 18's config load: 500 tools × 10 rules,
