@@ -239,6 +239,9 @@ func TestFaultConfigBrokenKeepsOldPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.WaitLog(t, `msg="config reloaded"`, before+1, eventTimeout)
+			// The loader logs the reload as it hands the policy on; the
+			// registry swaps the tools after it, then tells the client.
+			waitListChanged(t, s, c, "the mended config added fake_push")
 			expectTools(t, c, "fake_pull", "fake_push")
 		})
 	}
