@@ -19,6 +19,7 @@ import (
 	"github.com/peterbourgon/ff/v4"
 	"golang.org/x/term"
 
+	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -683,21 +684,7 @@ func plural(n int, one, many string) string {
 // message's line breaks and backslashes: it is wraptool's own text, in
 // which the request's parts were escaped already.
 func safeText(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n' || strconv.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += size
-	}
-	return b.String()
+	return policy.Escape(s, func(r rune) bool { return r == '\n' || strconv.IsPrint(r) })
 }
 
 // logUpdate is what the follower found in one look at the log.

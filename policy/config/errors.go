@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/wraptool/wraptool/policy"
 )
 
 // ErrInvalid is wrapped by every *Error: the file was read but is not an
@@ -68,37 +69,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// shown is s with every character strconv.IsPrint rejects (controls,
-// escape sequences' ESC, bidirectional overrides, zero-width characters)
-// and every invalid byte written as its Go escape, except the characters
-// in keep. Backslashes stay as they are: values a message already quotes
-// are Go-quoted, and doubling their escapes would only blur them.
+// shown is s escaped for a terminal (policy.Escape), keeping what
+// strconv.IsPrint accepts and the characters in keep. Backslashes stay as
+// they are: values a message already quotes are Go-quoted, and doubling
+// their escapes would only blur them.
 func shown(s, keep string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !strconv.IsPrint(r) && !strings.ContainsRune(keep, r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case strconv.IsPrint(r) || strings.ContainsRune(keep, r):
-			b.WriteString(s[i : i+size])
-		default:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += size
-	}
-	return b.String()
+	return policy.Escape(s, func(r rune) bool { return strconv.IsPrint(r) || strings.ContainsRune(keep, r) })
 }
 
 // Unwrap exposes ErrInvalid and the cause, if any.

@@ -1,12 +1,13 @@
 package requests
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wraptool/wraptool/policy"
 )
 
 // MaxTokenDisplay is how many characters of one token an operator's screen
@@ -39,26 +40,13 @@ func Flags(flags []string) string {
 	return strings.Join(Tokens(flags), " ")
 }
 
-// escape writes s with escapes for what must not reach a screen raw;
-// asciiOnly escapes every non-ASCII character too.
+// escape writes s with escapes for what must not reach a screen raw
+// (policy.Escape), the backslash included; asciiOnly escapes every
+// non-ASCII character too.
 func escape(s string, asciiOnly bool) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r < utf8.RuneSelf && strconv.IsPrint(r), !asciiOnly && strconv.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += size
-	}
-	return b.String()
+	return policy.Escape(s, func(r rune) bool {
+		return r != '\\' && strconv.IsPrint(r) && (!asciiOnly || r < utf8.RuneSelf)
+	})
 }
 
 // cutToken cuts a rendered token longer than MaxTokenDisplay characters.
