@@ -135,14 +135,7 @@ func linkNew(path string, key []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(key)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeSynced(tmp, key); err != nil {
 		return err
 	}
 	return os.Link(tmp.Name(), path)
@@ -154,15 +147,23 @@ func createNew(path string, key []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(key)
+	if err := writeSynced(f, key); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+// writeSynced writes data to f, flushes it to the disk and closes f,
+// returning the first error: a key that is not on the disk when its first
+// grant is signed would leave that grant unverifiable after a crash.
+func writeSynced(f *os.File, data []byte) error {
+	_, err := f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 	}
 	return err
 }
