@@ -89,19 +89,28 @@ func readAudit(t *testing.T, path string) []auditLine {
 // appends asynchronously and there is no event to wait on.
 func waitAudit(t *testing.T, s *server, what string, match func(auditLine) bool) auditLine {
 	t.Helper()
-	path := filepath.Join(s.Dir, "audit.jsonl")
+	return nextAudit(t, filepath.Join(s.Dir, "audit.jsonl"), 0, what, match)
+}
+
+// nextAudit polls (bounded) the audit log at path until a line after the
+// first after lines matches, and returns it: waitAudit's search, for a
+// line that must be new.
+func nextAudit(t *testing.T, path string, after int, what string, match func(auditLine) bool) auditLine {
+	t.Helper()
 	deadline := time.Now().Add(eventTimeout)
 	for {
-		for _, l := range readAudit(t, path) {
-			if match(l) {
-				return l
+		if lines := readAudit(t, path); len(lines) > after {
+			for _, l := range lines[after:] {
+				if match(l) {
+					return l
+				}
 			}
 		}
 		if time.Now().After(deadline) {
 			data, _ := os.ReadFile(path)
-			t.Fatalf("no audit line for %s within %v:\n%s", what, eventTimeout, data)
+			t.Fatalf("no new audit line for %s within %v:\n%s", what, eventTimeout, data)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polling a file another process writes
 	}
 }
 

@@ -43,51 +43,6 @@ func skipIfRoot(t *testing.T) {
 	}
 }
 
-// childPID polls (bounded) for the server's child process running argv
-// and returns its pid.
-func childPID(t *testing.T, s *server, argv ...string) int {
-	t.Helper()
-	want := strings.Join(argv, "\x00") + "\x00"
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if ppid, _ := procState(pid); ppid != s.PID() {
-				continue
-			}
-			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if err == nil && string(cmdline) == want {
-				return pid
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no child of the server runs %q after %v:\n%s", argv, eventTimeout, s.Log())
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc: no event to wait on
-	}
-}
-
-// procState reads pid's parent and state letter from /proc; ppid is 0 when
-// the process no longer exists (reaped).
-func procState(pid int) (ppid int, state string) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, ""
-	}
-	// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 {
-		return 0, ""
-	}
-	ppid, _ = strconv.Atoi(fields[1])
-	return ppid, fields[0]
-}
-
 // waitReaped polls (bounded) until pid is gone from /proc: killed and
 // reaped. A zombie still there at the deadline fails the test as one.
 func waitReaped(t *testing.T, s *server, pid int) {
@@ -436,7 +391,7 @@ func TestFaultClientGoneMidCall(t *testing.T) {
 				_, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "fake_waitfor", Arguments: map[string]any{"args": []string{never}}})
 				done <- err
 			}()
-			pid := childPID(t, s, fakecli, "waitfor", never)
+			pid := waitChild(t, s, fakecli, "waitfor", never)
 			gone := time.Now()
 			switch tt.how {
 			case "cancel the call":
@@ -632,7 +587,7 @@ func TestFaultApplyWriteFails(t *testing.T) {
 					t.Fatal(err)
 				}
 				limit := strconv.FormatInt(info.Size()/2, 10)
-				return runCommand(t, append([]string{prlimit, "--fsize=" + limit, wraptoolBin, "--config", s.ConfigPath}, args...),
+				return runCommandIn(t, "", append([]string{prlimit, "--fsize=" + limit, wraptoolBin, "--config", s.ConfigPath}, args...),
 					"HOME="+filepath.Join(s.Dir, "home"))
 			},
 		},
@@ -686,29 +641,6 @@ func TestFaultApplyWriteFails(t *testing.T) {
 			expectTools(t, c, "fake_status")
 		})
 	}
-}
-
-// runCommand runs argv with HOME and PATH set as runWraptool does (env
-// adds to them) and returns its output and exit status.
-func runCommand(t *testing.T, argv []string, env ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err != nil && ctx.Err() != nil:
-		t.Fatalf("%q did not finish within %v (stderr %q)", argv, runTimeout, errOut.String())
-	case errors.As(err, &exitErr):
-		code = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("run %q: %v", argv, err)
-	}
-	return out.String(), errOut.String(), code
 }
 
 // dirNames lists dir's entries by name, sorted.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -447,32 +448,17 @@ func structured(t *testing.T, res *mcp.CallToolResult, v any) {
 }
 
 // waitChild polls (bounded) until the server has a child process running
-// argv, so a test knows a tool call is in flight. There is no event for it.
-func waitChild(t *testing.T, s *server, argv ...string) {
+// argv, so a test knows a tool call is in flight, and returns its pid.
+// There is no event for it.
+func waitChild(t *testing.T, s *server, argv ...string) int {
 	t.Helper()
 	want := strings.Join(argv, "\x00") + "\x00"
 	deadline := time.Now().Add(eventTimeout)
 	for {
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
-			}
-			// pid (comm) state ppid ...: comm may hold spaces, so cut at
-			// the last ')'.
-			i := strings.LastIndexByte(string(stat), ')')
-			fields := strings.Fields(string(stat[i+1:]))
-			if len(fields) < 2 || fields[1] != strconv.Itoa(s.PID()) {
-				continue
-			}
+		for _, pid := range childrenPIDs(s.PID()) {
 			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			if err == nil && string(cmdline) == want {
-				return
+				return pid
 			}
 		}
 		if time.Now().After(deadline) {
@@ -480,4 +466,41 @@ func waitChild(t *testing.T, s *server, argv ...string) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling /proc: no event to wait on
 	}
+}
+
+// childrenPIDs lists the processes whose parent is pid, zombies included.
+func childrenPIDs(pid int) []int {
+	var kids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err == nil {
+			if ppid, _ := procState(child); ppid == pid {
+				kids = append(kids, child)
+			}
+		}
+	}
+	return kids
+}
+
+// procStat is the fields of /proc/PID/stat after the command name (which
+// may hold spaces, so the cut is at the last ')'): state, ppid, …; nil
+// when the process no longer exists.
+func procStat(pid int) []string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+}
+
+// procState reads pid's parent and state letter from /proc; ppid is 0 when
+// the process no longer exists (reaped).
+func procState(pid int) (ppid int, state string) {
+	fields := procStat(pid)
+	if len(fields) < 2 {
+		return 0, ""
+	}
+	ppid, _ = strconv.Atoi(fields[1])
+	return ppid, fields[0]
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -495,7 +494,7 @@ func TestLoad(t *testing.T) {
 	hashes[loadA.name] = start.New
 	for _, v := range []loadVersion{loadB, loadC, loadF, loadA} {
 		prev := len(readAudit(t, auditPath))
-		if err := writeConfigAtomic(s.ConfigPath, configOf(v)); err != nil {
+		if err := replaceFile(s.ConfigPath, configOf(v)); err != nil {
 			t.Fatal(err)
 		}
 		l := nextAudit(t, auditPath, prev, "the reload to version "+v.name, func(l auditLine) bool {
@@ -616,7 +615,7 @@ func TestLoad(t *testing.T) {
 		default:
 		}
 	}
-	if err := writeConfigAtomic(s.ConfigPath, configOf(loadF)); err != nil {
+	if err := replaceFile(s.ConfigPath, configOf(loadF)); err != nil {
 		t.Fatal(err)
 	}
 	finalDeadline := time.Now().Add(eventTimeout)
@@ -745,17 +744,6 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// writeConfigAtomic replaces path with content as an editor that saves
-// atomically does: a temp file beside it, then a rename. It returns errors
-// rather than failing, for the rewriter's goroutine.
-func writeConfigAtomic(path, content string) error {
-	tmp := filepath.Join(filepath.Dir(path), ".load-"+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // rewrite writes versions in turn, one every loadRewrite, until ctx ends.
 func rewrite(ctx context.Context, path string, versions []string, writes *atomic.Int64) error {
 	tick := time.NewTicker(loadRewrite)
@@ -766,7 +754,7 @@ func rewrite(ctx context.Context, path string, versions []string, writes *atomic
 			return nil
 		case <-tick.C:
 		}
-		if err := writeConfigAtomic(path, versions[i%len(versions)]); err != nil {
+		if err := replaceFile(path, versions[i%len(versions)]); err != nil {
 			return err
 		}
 		writes.Add(1)
@@ -872,29 +860,28 @@ func listFinal(c *loadClient) (tools map[string]string, problem string) {
 // admin listener's /metrics (client_golang's default collectors).
 func serverGauges(t *testing.T, addr, token string) (goroutines, fds int) {
 	t.Helper()
+	return int(scrapeSample(t, addr, token, "go_goroutines")), int(scrapeSample(t, addr, token, "process_open_fds"))
+}
+
+// scrapeSample reads one unlabelled sample from the admin listener's
+// /metrics.
+func scrapeSample(t *testing.T, addr, token, name string) float64 {
+	t.Helper()
 	code, body := get(t, "http://"+addr+"/metrics", token)
 	if code != 200 {
 		t.Fatalf("/metrics: %d\n%s", code, body)
 	}
-	found := map[string]int{}
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || (name != "go_goroutines" && name != "process_open_fds") {
-			continue
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("/metrics line %q: %v", line, err)
+			}
+			return f
 		}
-		f, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			t.Fatalf("/metrics line %q: %v", sc.Text(), err)
-		}
-		found[name] = int(f)
 	}
-	g, okG := found["go_goroutines"]
-	f, okF := found["process_open_fds"]
-	if !okG || !okF {
-		t.Fatalf("/metrics lacks go_goroutines or process_open_fds:\n%s", body)
-	}
-	return g, f
+	t.Fatalf("/metrics has no %s:\n%s", name, body)
+	return 0
 }
 
 // awaitNoLeak scrapes (bounded) until the server's goroutines and open
@@ -937,16 +924,10 @@ func get(t *testing.T, url, token string) (int, string) {
 // zombie included.
 func childrenOf(pid int) []string {
 	var kids []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, state := procState(child); ppid == pid {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
-			kids = append(kids, fmt.Sprintf("%d (%s) %q", child, state, strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")))
-		}
+	for _, child := range childrenPIDs(pid) {
+		_, state := procState(child)
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		kids = append(kids, fmt.Sprintf("%d (%s) %q", child, state, strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")))
 	}
 	return kids
 }
@@ -1241,25 +1222,4 @@ func tail(log string, n int) string {
 		lines = append([]string{fmt.Sprintf("… (%d lines before)", len(lines)-n)}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
-}
-
-// nextAudit polls (bounded) the audit log at path until a line after the
-// first after lines matches, and returns it: waitAudit's search, for a
-// line that must be new.
-func nextAudit(t *testing.T, path string, after int, what string, match func(auditLine) bool) auditLine {
-	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		if lines := readAudit(t, path); len(lines) > after {
-			for _, l := range lines[after:] {
-				if match(l) {
-					return l
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new audit line for %s within %v", what, eventTimeout)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a file another process writes
-	}
 }

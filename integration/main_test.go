@@ -88,9 +88,17 @@ func runWraptool(t *testing.T, env []string, args ...string) (stdout, stderr str
 // ("" means the test's own).
 func runWraptoolIn(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCommandIn(t, dir, append([]string{wraptoolBin}, args...), env...)
+}
+
+// runCommandIn runs argv in dir ("" means the test's own) with HOME (a
+// fresh folder) and PATH set, env added, bounded by runTimeout, and
+// returns its output and exit status.
+func runCommandIn(t *testing.T, dir string, argv []string, env ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, wraptoolBin, args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
 	var out, errOut bytes.Buffer
@@ -99,11 +107,11 @@ func runWraptoolIn(t *testing.T, dir string, env []string, args ...string) (stdo
 	var exitErr *exec.ExitError
 	switch {
 	case err != nil && ctx.Err() != nil:
-		t.Fatalf("wraptool %q did not finish within %v (stderr %q)", args, runTimeout, errOut.String())
+		t.Fatalf("%q did not finish within %v (stderr %q)", argv, runTimeout, errOut.String())
 	case errors.As(err, &exitErr):
 		code = exitErr.ExitCode()
 	case err != nil:
-		t.Fatalf("run wraptool %q: %v", args, err)
+		t.Fatalf("run %q: %v", argv, err)
 	}
 	return out.String(), errOut.String(), code
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy/config/configtest"
-	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // Sizes of TestBenchReport.
@@ -85,7 +84,7 @@ func TestBenchReport(t *testing.T) {
 	started := time.Since(start)
 	idleRSS := rssOf(t, s.PID())
 	adminToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "admin-token"))))
-	wraptoolAlloc := func() uint64 { return scrapeCounter(t, adminAddr, adminToken, "go_memstats_alloc_bytes_total") }
+	wraptoolAlloc := func() uint64 { return uint64(scrapeSample(t, adminAddr, adminToken, "go_memstats_alloc_bytes_total")) }
 	bare := startBare(ctx, t)
 
 	wt := reportSession(ctx, t, s.URL+"/mcp", s.Token)
@@ -177,19 +176,15 @@ func TestBenchReport(t *testing.T) {
 
 	// Reload: config write to list_changed.
 	r.section(fmt.Sprintf("reload (%d config writes, each to the client's tools/list_changed; 200 ms debounce included)", reportReloads))
-	changed := make(chan time.Time, 4)
-	watcher := mcp.NewClient(&mcp.Implementation{Name: "report-reload", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- time.Now() },
-	})
-	connectReport(ctx, t, watcher, s.URL+"/mcp", s.Token)
+	watcher := s.Connect(t, "/mcp")
 	var reloads []time.Duration
 	for i := range reportReloads {
 		next := strings.Replace(cfg, rule, rule+fmt.Sprintf("      - subcommand: [v%d]\n", i), 1)
 		written := time.Now()
 		writeInPlace(t, s.ConfigPath, next)
 		select {
-		case at := <-changed:
-			reloads = append(reloads, at.Sub(written))
+		case <-watcher.ListChanged:
+			reloads = append(reloads, time.Since(written))
 		case <-time.After(30 * time.Second):
 			t.Fatalf("no list_changed within 30 s of config write %d:\n%s", i, s.Log())
 		}
@@ -350,24 +345,15 @@ func startBare(ctx context.Context, t *testing.T) *bareServer {
 	return b
 }
 
-// reportSession opens a go-sdk Streamable HTTP session, closed at the end.
+// reportSession opens a go-sdk Streamable HTTP session as the upstream
+// report's httpPath does, closed when the test ends.
 func reportSession(ctx context.Context, t *testing.T, endpoint, token string) *mcp.ClientSession {
 	t.Helper()
-	return connectReport(ctx, t, mcp.NewClient(&mcp.Implementation{Name: "report", Version: "1"}, nil), endpoint, token)
-}
-
-func connectReport(ctx context.Context, t *testing.T, client *mcp.Client, endpoint, token string) *mcp.ClientSession {
-	t.Helper()
-	pool := http.DefaultTransport.(*http.Transport).Clone()
-	var rt http.RoundTripper = pool
-	if token != "" {
-		rt = toolsettest.Bearer{Token: token, Base: pool}
-	}
-	cs, stop, err := connectBounded(ctx, client, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: rt}})
+	cs, closeSession, err := httpPath(t, endpoint, "", endpoint, token).connect(ctx)
 	if err != nil {
 		t.Fatalf("connect %s: %v", endpoint, err)
 	}
-	t.Cleanup(func() { closeBounded(t, endpoint, cs); stop(); pool.CloseIdleConnections() })
+	t.Cleanup(closeSession)
 	return cs
 }
 
@@ -487,43 +473,13 @@ func openSessions(t *testing.T, endpoint, token string, n int) int {
 	return opened
 }
 
-// scrapeCounter reads one unlabelled sample from the admin /metrics.
-func scrapeCounter(t *testing.T, addr, token, name string) uint64 {
-	t.Helper()
-	req, err := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return uint64(f)
-		}
-	}
-	t.Fatalf("/metrics has no %s", name)
-	return 0
-}
-
 // cpuOf is the CPU time (user + system) pid has used, in nanoseconds.
 func cpuOf(t *testing.T, pid int) int64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
+	fields := procStat(pid) // state, ppid, … utime is the 12th, stime the 13th
+	if len(fields) < 13 {
+		t.Fatalf("/proc/%d/stat: process gone", pid)
 	}
-	// Fields after the command name, which ends at the last ')'.
-	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	const ticksPerSecond = 100 // USER_HZ on Linux

@@ -388,13 +388,19 @@ func writeInPlace(t *testing.T, path, content string) {
 // as editors that save atomically do.
 func writeAndRename(t *testing.T, path, content string) {
 	t.Helper()
+	if err := replaceFile(path, content); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replaceFile is writeAndRename returning its error, for goroutines that
+// must not call t.Fatal.
+func replaceFile(path, content string) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".swp")
 	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	return os.Rename(tmp, path)
 }
 
 // logLines returns the lines of log that contain every one of substrs.
