@@ -20,10 +20,13 @@ import (
 // identity, and the set still refuses those files by identity.
 type ProtectedFiles struct {
 	paths []string
+	// stat are the paths, then their folders once each (most of
+	// wraptool's files share two or three): what a call stats.
+	stat []string
 
 	mu  sync.Mutex
 	set *protectedSet
-	ids []fileID // of each path, then each path's folder, when set was resolved
+	ids []fileID // of each of stat, when set was resolved
 }
 
 // fileID is what one stat says of a protected path: whether it exists,
@@ -36,7 +39,13 @@ type fileID struct {
 // NewProtectedFiles keeps paths, the absolute paths of wraptool's own
 // files; nil or empty protects nothing.
 func NewProtectedFiles(paths []string) *ProtectedFiles {
-	return &ProtectedFiles{paths: slices.Clone(paths)}
+	p := &ProtectedFiles{paths: slices.Clone(paths), stat: slices.Clone(paths)}
+	for _, path := range paths {
+		if dir := filepath.Dir(path); !slices.Contains(p.stat[len(paths):], dir) {
+			p.stat = append(p.stat, dir)
+		}
+	}
+	return p
 }
 
 // Paths are the files protected, as given.
@@ -54,12 +63,9 @@ func (p *ProtectedFiles) current() *protectedSet {
 	if p == nil || len(p.paths) == 0 {
 		return nil
 	}
-	ids := make([]fileID, 0, 2*len(p.paths))
-	for _, path := range p.paths {
-		ids = append(ids, statID(path))
-	}
-	for _, path := range p.paths {
-		ids = append(ids, statID(filepath.Dir(path)))
+	ids := make([]fileID, len(p.stat))
+	for i, path := range p.stat {
+		ids[i] = statID(path)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
