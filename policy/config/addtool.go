@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -101,45 +100,14 @@ func AddTool(path string, nt NewTool, o *Options) (int, error) {
 	if err := CheckBinary(nt.Binary); err != nil {
 		return 0, err
 	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return 0, fmt.Errorf("%s: cannot read config: %w", path, unwrapPath(err))
-	}
-	lk, err := lockConfig(path, target)
-	if err != nil {
-		return 0, err
-	}
-	defer lk.f.Close() // releases the lock
-	data, err := ReadFile(path)
+	var n int
+	err := editConfig(path, func(data []byte) ([]byte, error) {
+		out, rules, err := PlanAddTool(path, data, nt, o)
+		n = rules
+		return out, err
+	}, nil)
 	if err != nil {
 		return 0, err
-	}
-	if !lk.current(path) {
-		return 0, changedMeanwhile(path)
-	}
-	out, n, err := PlanAddTool(path, data, nt, o)
-	if err != nil {
-		return 0, err
-	}
-	if lk.locked {
-		removeStale(target)
-	}
-	var refused error
-	commit := func() error {
-		now, err := ReadFile(path)
-		switch {
-		case err != nil:
-			refused = err
-		case !bytes.Equal(now, data) || !lk.current(path):
-			refused = changedMeanwhile(path)
-		}
-		return refused
-	}
-	if err := replaceFile(target, lk.info, out, commit); err != nil {
-		if refused != nil {
-			return 0, refused
-		}
-		return 0, fmt.Errorf("%s: write config: %w", path, err)
 	}
 	return n, nil
 }

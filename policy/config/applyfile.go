@@ -24,6 +24,31 @@ func tempPrefix(file string) string { return "." + filepath.Base(file) + ".apply
 // apply is ApplyRequest; beforeCommit, when set (tests), runs after the new
 // file is written and before the final check that the config is unchanged.
 func apply(path string, tool string, sub, flags []string, o *Options, beforeCommit func()) (Applied, error) {
+	var applied Applied
+	err := editConfig(path, func(data []byte) ([]byte, error) {
+		m, err := plan(path, data, tool, sub, flags, o, nil)
+		if err != nil {
+			return nil, err
+		}
+		applied = m.applied
+		if !m.applied.Changed() {
+			return nil, nil
+		}
+		return m.out, nil
+	}, beforeCommit)
+	if err != nil {
+		return Applied{}, err
+	}
+	return applied, nil
+}
+
+// editConfig is the one way a command edits the config in place (an
+// apply, `config add`): under the config's lock it reads the file, has
+// edit turn its bytes into the new text (nil: nothing to write), and
+// replaces the file only if nobody changed it meanwhile; otherwise nothing
+// is written and the error says to try again. beforeCommit, when set
+// (tests), runs after the new file is written and before that last check.
+func editConfig(path string, edit func(data []byte) ([]byte, error), beforeCommit func()) error {
 	// A symlinked config is written through: the file replaced is the
 	// link's target, in the target's folder. Renaming over the link itself
 	// would turn it into a plain file and cut the operator's link (to a
@@ -31,27 +56,24 @@ func apply(path string, tool string, sub, flags []string, o *Options, beforeComm
 	// the one ReadFile has checked nobody else may write.
 	target, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return Applied{}, fmt.Errorf("%s: cannot read config: %w", path, unwrapPath(err))
+		return fmt.Errorf("%s: cannot read config: %w", path, unwrapPath(err))
 	}
 	lk, err := lockConfig(path, target)
 	if err != nil {
-		return Applied{}, err
+		return err
 	}
 	defer lk.f.Close() // releases the lock
 
 	data, err := ReadFile(path)
 	if err != nil {
-		return Applied{}, err
+		return err
 	}
 	if !lk.current(path) {
-		return Applied{}, changedMeanwhile(path)
+		return changedMeanwhile(path)
 	}
-	m, err := plan(path, data, tool, sub, flags, o, nil)
-	if err != nil {
-		return Applied{}, err
-	}
-	if !m.applied.Changed() {
-		return m.applied, nil
+	out, err := edit(data)
+	if err != nil || out == nil {
+		return err
 	}
 	if lk.locked {
 		removeStale(target)
@@ -70,13 +92,13 @@ func apply(path string, tool string, sub, flags []string, o *Options, beforeComm
 		}
 		return refused
 	}
-	if err := replaceFile(target, lk.info, m.out, commit); err != nil {
+	if err := replaceFile(target, lk.info, out, commit); err != nil {
 		if refused != nil {
-			return Applied{}, refused
+			return refused
 		}
-		return Applied{}, fmt.Errorf("%s: write config: %w", path, err)
+		return fmt.Errorf("%s: write config: %w", path, err)
 	}
-	return m.applied, nil
+	return nil
 }
 
 func changedMeanwhile(path string) error {
