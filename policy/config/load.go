@@ -36,6 +36,17 @@ const (
 	DefaultMaxConcurrentCalls = 16
 )
 
+// The values of mcp.confinement.
+const (
+	// ConfinementRequired, the default, means every process wraptool
+	// starts is confined by the kernel, and a kernel that cannot confine
+	// keeps the server from starting.
+	ConfinementRequired = "required"
+	// ConfinementOff serves without kernel confinement: only the per-call
+	// path checks stand between a tool and wraptool's own files.
+	ConfinementOff = "off"
+)
+
 // ReadFile reads the config's bytes, refusing a file that anyone but its
 // owner may write or replace, or that another user owns: the config decides
 // what runs, and the server reloads it on every change. A file that cannot be
@@ -289,6 +300,9 @@ func (c *Config) complete(o *Options) []*Error {
 	}
 	if c.MCP.LogLevel == "" {
 		c.MCP.LogLevel = DefaultLogLevel
+	}
+	if c.MCP.Confinement == "" {
+		c.MCP.Confinement = ConfinementRequired
 	}
 	if c.MCP.MaxConcurrentCalls == 0 && !c.written(mp.key("max_concurrent_calls")) {
 		c.MCP.MaxConcurrentCalls = DefaultMaxConcurrentCalls

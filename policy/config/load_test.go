@@ -24,6 +24,7 @@ func TestLoadAppliesDefaults(t *testing.T) {
 	}{
 		{"mcp.transport", c.MCP.Transport, "sse"},
 		{"mcp.log_level", c.MCP.LogLevel, "info"},
+		{"mcp.confinement", c.MCP.Confinement, "required"},
 		{"mcp.request_log", c.MCP.RequestLog, filepath.Join(home, ".local/share/wraptool/requests.jsonl")},
 		{"mcp.audit_log beside the request log", c.MCP.AuditLog, filepath.Join(home, ".local/share/wraptool/audit.jsonl")},
 		{"tool timeout", c.Tools["git"].Timeout, 30 * time.Second},

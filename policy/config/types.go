@@ -69,6 +69,11 @@ type MCP struct {
 	// session on one of their tokens is asked to decide its own requests
 	// (elicitation).
 	ElicitClients []*ElicitClient `yaml:"elicit_clients"`
+	// Confinement says whether every process wraptool starts must be
+	// kept away from wraptool's own files by the kernel (see Protected):
+	// ConfinementRequired, the default, refuses to serve on a kernel that
+	// cannot; ConfinementOff serves with the per-call path checks alone.
+	Confinement string `yaml:"confinement"`
 }
 
 // ElicitClient is one client allowed to be asked for decisions.

@@ -86,6 +86,11 @@ func (v *validator) mcp() {
 	default:
 		v.fail(p.key("log_level"), "unknown log level %q (want debug, info, warn or error)", m.LogLevel)
 	}
+	switch m.Confinement {
+	case ConfinementRequired, ConfinementOff:
+	default:
+		v.fail(p.key("confinement"), "unknown confinement %q (want %s or %s)", m.Confinement, ConfinementRequired, ConfinementOff)
+	}
 	for i, r := range m.AllowedCwdRoots {
 		v.dir(p.key("allowed_cwd_roots").index(i), r)
 	}
