@@ -153,7 +153,7 @@ func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error)
 	}
 	l.Hash = c.fileSet().hash()
 	l.policyHash = c.fileSet().hash(absolute(c.TokenFiles())...)
-	l.Warnings = c.Warnings(l.Helps)
+	l.Warnings = c.Warnings(l.Helps, o.paths())
 	return l, nil
 }
 

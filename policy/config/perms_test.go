@@ -262,7 +262,7 @@ mcp_servers:
       - tool: `+strings.Repeat("t", 62)+`
 `)
 	var got []string
-	for _, w := range c.Warnings(nil) {
+	for _, w := range c.Warnings(nil, nil) {
 		got = append(got, w.String())
 	}
 	want := []string{

@@ -31,9 +31,13 @@ func (w Warning) String() string {
 // Warnings lists, in document order, what `config validate` and the server
 // warn about in a loaded config: each short flag whose value-taking rests on
 // the default alone (its value is then checked like a positional argument,
-// see policy.Flag.Unproven), and each env file others may read. helps answers from
-// introspection and may be nil; nothing here runs a tool.
-func (c *Config) Warnings(helps policy.Helps) []Warning {
+// see policy.Flag.Unproven), each env file others may read, and each of
+// wraptool's protected files (see Protected, with wraptool's own executable
+// as self) inside an allowed cwd root or a working_dir, where the folders
+// above it cannot take new entries. helps answers from introspection and
+// may be nil; o locates the default folders (nil: the real environment).
+// Nothing here runs a tool.
+func (c *Config) Warnings(helps policy.Helps, o *Options) []Warning {
 	var out []Warning
 	warn := func(p fieldPath, format string, args ...any) {
 		at := c.lines.at(p)
@@ -82,6 +86,7 @@ func (c *Config) Warnings(helps policy.Helps) []Warning {
 			}
 		}
 	}
+	c.protectedWarnings(o, warn)
 	slices.SortStableFunc(out, func(a, b Warning) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
