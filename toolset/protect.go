@@ -122,8 +122,14 @@ func newProtectedSet(paths []string) *protectedSet {
 // names reports whether the absolute path p names a protected file or
 // folder: its folder-resolved or fully resolved form is one of them, or it
 // exists and is the same file as one. A path merely inside a protected
-// folder names nothing.
+// folder names nothing. A path that goes through a process-relative link
+// (see throughProcessLink) counts as naming one: it means one file to
+// wraptool and another to the child, so no check made here could tell what
+// the child would reach.
 func (ps *protectedSet) names(p string) bool {
+	if throughProcessLink(p) {
+		return true
+	}
 	forms := []string{locate(p)}
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		forms = append(forms, real)
@@ -152,6 +158,100 @@ func (ps *protectedSet) same(info os.FileInfo) bool {
 		}
 	}
 	return false
+}
+
+// maxLinks bounds the symlinks throughProcessLink follows, as the kernel's
+// own limit (40) does: past it the child could not open the path either.
+const maxLinks = 40
+
+// throughProcessLink reports whether the absolute path p, walked as the
+// kernel walks it, passes through a link whose target depends on the
+// process that follows it: /proc/self, /proc/thread-self, /proc/<pid>,
+// /dev/fd, /dev/stdin, /dev/stdout or /dev/stderr. It looks twice: at p
+// as written, its ".." taken lexically ("/proc/self/cwd/../../x" cleans
+// to "/proc/x" but starts at /proc/self), and along the walk that follows
+// every existing symlink one hop at a time, ".." climbing from where the
+// last link led, so a folder that is a symlink to /proc/self/cwd (which
+// filepath.EvalSymlinks would resolve straight to wraptool's own folder) is
+// caught at the hop. /proc itself, /proc/cpuinfo, /dev/null, /dev/fdx or
+// /proc/selfish are not such links.
+func throughProcessLink(p string) bool {
+	if processRelative(p) {
+		return true
+	}
+	dest, rest, links := "/", p, 0
+	for rest != "" {
+		var elem string
+		elem, rest, _ = strings.Cut(strings.TrimLeft(rest, "/"), "/")
+		switch elem {
+		case "", ".":
+			continue
+		case "..":
+			dest = filepath.Dir(dest)
+			continue
+		}
+		next := filepath.Join(dest, elem)
+		if processLink(next) {
+			return true
+		}
+		info, err := os.Lstat(next)
+		if err != nil || info.Mode()&os.ModeSymlink == 0 {
+			dest = next // a missing one holds no links: the rest is walked as written
+			continue
+		}
+		target, err := os.Readlink(next)
+		if links++; err != nil || links > maxLinks {
+			return false
+		}
+		if filepath.IsAbs(target) {
+			dest = "/"
+		}
+		rest = target + "/" + rest
+	}
+	return false
+}
+
+// processRelative reports whether the absolute path p, read element by
+// element as written ("" and "." skipped, ".." taking the last one off),
+// stands on a process-relative link at some point (see processLink).
+func processRelative(p string) bool {
+	walk := "/"
+	for _, elem := range strings.Split(p, "/") {
+		switch elem {
+		case "", ".":
+			continue
+		case "..":
+			walk = filepath.Dir(walk)
+			continue
+		}
+		walk = filepath.Join(walk, elem)
+		if processLink(walk) {
+			return true
+		}
+	}
+	return false
+}
+
+// processLink reports whether the clean absolute path p is one of the
+// links whose target depends on the process following it.
+func processLink(p string) bool {
+	dir, name := filepath.Split(p)
+	switch dir {
+	case "/proc/":
+		return name == "self" || name == "thread-self" || allDigits(name)
+	case "/dev/":
+		return name == "fd" || name == "stdin" || name == "stdout" || name == "stderr"
+	}
+	return false
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // locate cleans the absolute path p after resolving the symlinks of its
