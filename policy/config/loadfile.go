@@ -239,9 +239,10 @@ func (c *Config) ReadOverrides(tool string) ([]byte, error) {
 // folders holding them: a tool told where to write could otherwise rewrite
 // the gate.
 func (c *Config) OwnFiles() []string {
-	files := append(c.namedFiles(), c.MCP.RequestLog)
+	files := c.namedFiles()
 	if c.MCP.RequestLog != "" {
-		files = append(files, GrantsKeyPath(c.MCP.RequestLog))
+		// An empty one would become the working directory.
+		files = append(files, c.MCP.RequestLog, GrantsKeyPath(c.MCP.RequestLog))
 	}
 	if c.AuditEnabled() {
 		files = append(files, c.MCP.AuditLog)

@@ -302,6 +302,25 @@ mcp_servers:
 	}
 }
 
+// A Config built by hand names no files: nothing it leaves empty becomes
+// the working directory, which would hide the server's own folder.
+func TestProtectedOfAnEmptyConfigHoldsNoWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := protectedOptions(dir, "")
+	got := (&Config{}).Protected("", o)
+	want := Protected{Hidden: []string{filepath.Join(dir, "home/.cache/wraptool"), filepath.Join(dir, "home/.cache/wraptool/introspection")}}
+	if !slices.Equal(got.Hidden, want.Hidden) || len(got.ReadOnly) != 0 {
+		t.Errorf("Protected of an empty config:\n got %q\nwant %q", got, want)
+	}
+	if own := (&Config{}).OwnFiles(); len(own) != 0 {
+		t.Errorf("OwnFiles of an empty config = %q, want none", own)
+	}
+}
+
 // A protected file inside an allowed cwd root or a working_dir costs the
 // tools running there the right to create entries in the folders above it:
 // validate and serve say so, naming the file, the field and the default
