@@ -143,14 +143,22 @@ func ownedByUs(info fs.FileInfo) bool {
 	return ok && (st.Uid == 0 || int(st.Uid) == os.Geteuid())
 }
 
+// path is where k's entry lives.
+func (c *diskCache) path(k entryKey) string { return filepath.Join(c.dir, k.fileName()) }
+
 // read returns the entry for k. A missing entry is fs.ErrNotExist; an
 // unreadable, unsafe, corrupt or mismatched one is another error, and the
-// caller treats both as a miss (a later write replaces the file).
+// caller treats both as a miss (a later write replaces the file). Nothing
+// but a parsed help is ever written, and a parsed help lists something, so
+// an entry whose help lists nothing (a blanked or forged file) is not one
+// wraptool wrote: it too is a miss, never a known help with no flags. Only
+// a regular file is read (a symlink, a folder or a FIFO in its place is a
+// miss), and at most maxEntrySize bytes of it.
 func (c *diskCache) read(k entryKey) (cacheEntry, error) {
 	if c == nil {
 		return cacheEntry{}, fs.ErrNotExist
 	}
-	f, err := os.OpenFile(filepath.Join(c.dir, k.fileName()), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(c.path(k), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return cacheEntry{}, err
 	}
@@ -182,6 +190,9 @@ func (c *diskCache) read(k entryKey) (cacheEntry, error) {
 	if !sameKey(e.entryKey, k) || e.FetchedAt.IsZero() {
 		return cacheEntry{}, errors.New("entry does not match its key")
 	}
+	if e.Help.Empty() {
+		return cacheEntry{}, errors.New("entry holds no parsed help (no flags, no subcommands)")
+	}
 	return e, nil
 }
 
@@ -209,7 +220,7 @@ func (c *diskCache) write(e cacheEntry) error {
 	if err != nil {
 		return fmt.Errorf("encode cache entry: %w", err)
 	}
-	path := filepath.Join(c.dir, e.fileName())
+	path := c.path(e.entryKey)
 	tmp, err := os.CreateTemp(c.dir, ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write cache entry: %w", err)

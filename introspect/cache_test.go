@@ -1,14 +1,17 @@
 package introspect
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/introspect/helptext"
 	"github.com/wraptool/wraptool/policy"
 )
 
@@ -419,5 +422,123 @@ subcommands:
 	}
 	if got := c.Description("cli", []string{"pull"}); got != "Fetch from and integrate with another repository or a local branch" {
 		t.Errorf("Description(pull) = %q, want the root help's listing", got)
+	}
+}
+
+// An entry the cache cannot trust, whatever its shape, counts as missing:
+// a cache-only reader (the CLI) knows no help for it, so every flag of it
+// is policy.HelpUnknown and never "a help with no flags"; a warning names
+// the entry; and a reader that may run the tool fetches the help again.
+func TestCacheUnusableEntriesCountAsMissing(t *testing.T) {
+	t.Parallel()
+	// withHelp is the valid entry with its help replaced by help, its key
+	// kept to the digit (numbers stay json.Number: a float64 would round
+	// the modification time, and the key would no longer match).
+	withHelp := func(t *testing.T, valid []byte, help any) []byte {
+		var e map[string]any
+		dec := json.NewDecoder(bytes.NewReader(valid))
+		dec.UseNumber()
+		if err := dec.Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		e["help"] = help
+		data, _ := json.Marshal(e)
+		return data
+	}
+	tests := []struct {
+		name    string
+		corrupt func(t *testing.T, path string, valid []byte)
+	}{
+		{"an empty file", func(t *testing.T, path string, _ []byte) { write(t, path, nil, 0o600) }},
+		{"an empty object", func(t *testing.T, path string, _ []byte) { write(t, path, []byte("{}"), 0o600) }},
+		{"only a version", func(t *testing.T, path string, _ []byte) { write(t, path, []byte(`{"version":1}`), 0o600) }},
+		{"truncated JSON", func(t *testing.T, path string, valid []byte) { write(t, path, valid[:len(valid)-2], 0o600) }},
+		{"another key's entry", func(t *testing.T, path string, _ []byte) {
+			other, _ := json.Marshal(cacheEntry{entryKey: newEntryKey(binKey{path: "/bin/other", size: 1, mtime: 1}, nil), FetchedAt: time.Now(),
+				Help: helptext.Help{Flags: []helptext.Flag{{Long: "--rece"}}}})
+			write(t, path, other, 0o600)
+		}},
+		{"its key with the help removed", func(t *testing.T, path string, valid []byte) { write(t, path, withHelp(t, valid, nil), 0o600) }},
+		{"its key with an empty help", func(t *testing.T, path string, valid []byte) {
+			write(t, path, withHelp(t, valid, map[string]any{}), 0o600)
+		}},
+		{"its key with a help listing no flags and no subcommands", func(t *testing.T, path string, valid []byte) {
+			write(t, path, withHelp(t, valid, map[string]any{"Style": "git", "Flags": []any{}, "Subcommands": []any{}}), 0o600)
+		}},
+		{"a valid entry padded past the size limit", func(t *testing.T, path string, valid []byte) {
+			write(t, path, append(valid, bytes.Repeat([]byte(" "), maxEntrySize)...), 0o600)
+		}},
+		{"a symlink to a copy of the valid entry", func(t *testing.T, path string, valid []byte) {
+			elsewhere := filepath.Join(t.TempDir(), "entry.json")
+			write(t, elsewhere, valid, 0o600)
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a folder", func(t *testing.T, path string, _ []byte) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a FIFO", func(t *testing.T, path string, _ []byte) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run("an entry that is "+tt.name+" counts as missing", func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, "")
+			dir := t.TempDir()
+			tool := f.tool()
+			learn(t, New(&Options{CacheDir: dir}), false, tool)
+			files := cacheFiles(t, dir)
+			if len(files) != 1 {
+				t.Fatalf("%d cache files, want 1", len(files))
+			}
+			valid, err := os.ReadFile(files[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := learn(t, New(&Options{CacheDir: dir, CacheOnly: true}), false, tool); policy.ListingOf(c, "cli", nil, "--rece") != policy.NotListed {
+				t.Fatalf("the valid entry does not serve: --rece is %v", policy.ListingOf(c, "cli", nil, "--rece"))
+			}
+			tt.corrupt(t, files[0], valid)
+
+			var l logs
+			c := learn(t, New(&Options{CacheDir: dir, CacheOnly: true, Log: l.logger()}), false, tool)
+			if _, ok := c.Subcommands("cli", nil); ok {
+				t.Errorf("a cache-only reader knows the help from the entry")
+			}
+			for _, flag := range []string{"--rece", "-m"} {
+				if got := policy.ListingOf(c, "cli", nil, flag); got != policy.HelpUnknown {
+					t.Errorf("%s is %v, want help unknown", flag, got)
+				}
+			}
+			if logged := l.all(); !strings.Contains(logged, "introspection cache entry unusable") || !strings.Contains(logged, files[0]) {
+				t.Errorf("warnings %q: want one naming the entry", logged)
+			}
+			if f.runs() != 1 {
+				t.Errorf("the cache-only reader ran the tool")
+			}
+
+			c = learn(t, New(&Options{CacheDir: dir}), false, tool)
+			if f.runs() != 2 {
+				t.Errorf("ran %d times in all, want 2: the help is fetched again", f.runs())
+			}
+			if got := policy.ListingOf(c, "cli", nil, "--rece"); got != policy.NotListed {
+				t.Errorf("after the fetch --rece is %v, want not listed", got)
+			}
+		})
 	}
 }

@@ -40,11 +40,17 @@
 // A parsed help is cached on disk, one JSON file per (binary absolute path,
 // binary size, binary modification time, subcommand) named by a SHA-256 of
 // that key, and in memory. An entry older than the tool's TTL is fetched
-// again; a binary whose size or modification time changed misses. Failures
-// are never written to disk, but are remembered in memory (keyed alike), so a
-// reload does not run a broken help again until the binary changes or the
-// caller forces a retry (SIGHUP). A failed refresh of a stale entry keeps the
-// stale help: the binary is unchanged, so it is still the best answer.
+// again; a binary whose size or modification time changed misses. An entry
+// that is not a regular file of this user's, does not parse, does not match
+// the key it was asked for, or holds a help listing nothing (which no fetch
+// writes: a blanked file) counts as missing, with a warning; it is never
+// read as a known help with no flags. Whoever can write the folder can still
+// forge a help that lists something; keeping wrapped tools from writing it
+// is confinement's job, not this package's. Failures are never written to
+// disk, but are remembered in memory (keyed alike), so a reload does not run
+// a broken help again until the binary changes or the caller forces a retry
+// (SIGHUP). A failed refresh of a stale entry keeps the stale help: the
+// binary is unchanged, so it is still the best answer.
 //
 // # Concurrency
 //

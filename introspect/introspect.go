@@ -259,7 +259,10 @@ func (in *Introspector) help(ctx context.Context, cache *diskCache, t Tool, bin 
 			m = memEntry{bin: bin, help: e.Help, have: true, fetched: e.FetchedAt} // stale, kept for a failed refresh
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		in.log.Debug("introspection cache entry ignored", "tool", t.Name, "subcommand", subKey(sub), "error", err)
+		// wraptool writes whole entries only, so this one was damaged
+		// or written by something else: the help counts as missing.
+		in.log.Warn("introspection cache entry unusable; the help counts as missing", "tool", t.Name, "subcommand", subKey(sub),
+			"entry", cache.path(k), "error", err)
 	}
 	if in.o.CacheOnly {
 		return m.help, m.have

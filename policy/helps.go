@@ -38,18 +38,54 @@ type FlagHelp struct {
 	Description string
 }
 
-// Unlisted reports whether flag is not found, spelled exactly, in the help
-// of tool's subcommand sub, when that help is known (helps not nil, sub not
-// empty and its help learned). Git and other getopt tools accept
-// unambiguous prefixes, so a requested --rece would be --receive-pack: an
-// approval must see that the flag is not one the help names.
-func Unlisted(helps Helps, tool string, sub []string, flag string) bool {
-	if helps == nil || len(sub) == 0 {
-		return false
+// Listing is what a subcommand's help says of a flag a request names:
+// whether an approval may take the flag at its word. Git and other getopt
+// tools accept unambiguous prefixes, so a requested --rece would run as
+// --receive-pack; only a flag the help lists, spelled exactly, is the flag
+// it appears to be.
+type Listing int
+
+const (
+	// HelpUnknown: nothing is known of the subcommand's help (no help at
+	// all, or none learned for it: no cache entry, and introspection
+	// failed or printed nothing parseable). The flag counts as not
+	// listed: unknown never reads as "no such flag to worry about". It
+	// is the zero value, so a Listing nobody set fails closed.
+	HelpUnknown Listing = iota
+	// NotListed: the subcommand's help is known and does not list the
+	// flag, spelled exactly.
+	NotListed
+	// Listed: the help lists the flag, spelled exactly (or the operator's
+	// overrides file names it).
+	Listed
+)
+
+// String is the listing's name, for logs and test failures.
+func (l Listing) String() string {
+	switch l {
+	case Listed:
+		return "listed"
+	case NotListed:
+		return "not listed"
+	}
+	return "help unknown"
+}
+
+// ListingOf says whether flag is found, spelled exactly, in the help of
+// tool's subcommand sub; an empty sub asks the tool's own help, which
+// lists the options a bare rule's flags are. A nil helps, or one that does
+// not know sub's help, gives HelpUnknown for every flag, except one the
+// operator's overrides name (helps.Flag answers for those without a
+// learned help): the operator's word lists a flag as surely as the help.
+func ListingOf(helps Helps, tool string, sub []string, flag string) Listing {
+	if helps == nil {
+		return HelpUnknown
+	}
+	if _, listed := helps.Flag(tool, sub, flag); listed {
+		return Listed
 	}
 	if _, known := helps.Subcommands(tool, sub); !known {
-		return false
+		return HelpUnknown
 	}
-	_, listed := helps.Flag(tool, sub, flag)
-	return !listed
+	return NotListed
 }

@@ -85,3 +85,66 @@ func TestHelpsTypeAndDescribeFlags(t *testing.T) {
 		}
 	}
 }
+
+// learnedHelps knows the helps of the subcommands it holds ("" is the
+// tool's own), each listing its flags; flags in named are answered by
+// Flag whatever is learned, as the operator's overrides are.
+type learnedHelps struct {
+	learned map[string][]string // "tool sub…" → flags
+	named   map[string]bool     // "tool sub… flag"
+}
+
+func (h learnedHelps) Flag(tool string, sub []string, flag string) (FlagHelp, bool) {
+	key := strings.Join(append([]string{tool}, sub...), " ")
+	return FlagHelp{}, slices.Contains(h.learned[key], flag) || h.named[key+" "+flag]
+}
+func (learnedHelps) Description(string, []string) string  { return "" }
+func (learnedHelps) ShortHelpTaken(string, []string) bool { return false }
+func (h learnedHelps) Subcommands(tool string, sub []string) (map[string]string, bool) {
+	_, ok := h.learned[strings.Join(append([]string{tool}, sub...), " ")]
+	return map[string]string{}, ok
+}
+
+// A flag counts as listed only where the help is known and lists it,
+// spelled exactly; where nothing is known of the subcommand's help, every
+// flag is HelpUnknown, never listed.
+func TestListingOf(t *testing.T) {
+	t.Parallel()
+	helps := learnedHelps{
+		learned: map[string][]string{"git": {"-C", "--version"}, "git push": {"--tags", "--receive-pack"}},
+		named:   map[string]bool{"git fetch --prune": true},
+	}
+	push := []string{"push"}
+	for _, tc := range []struct {
+		name  string
+		helps Helps
+		sub   []string
+		flag  string
+		want  Listing
+	}{
+		{"with no helps at all every flag is help unknown", nil, push, "--tags", HelpUnknown},
+		{"with no helps at all a flag of the tool itself is help unknown", nil, nil, "-C", HelpUnknown},
+		{"a subcommand whose help was never learned gives help unknown", helps, []string{"log"}, "--oneline", HelpUnknown},
+		{"a subcommand of a tool nothing is known of gives help unknown", helps, []string{"pr", "list"}, "--state", HelpUnknown},
+		{"a flag the help lists is listed", helps, push, "--tags", Listed},
+		{"a flag the help does not list is not listed", helps, push, "--force", NotListed},
+		{"a prefix of a listed flag is not listed", helps, push, "--rece", NotListed},
+		{"a flag listed in another subcommand's help is not listed", helps, push, "-C", NotListed},
+		{"an empty subcommand asks the tool's own help: listed", helps, nil, "--version", Listed},
+		{"an empty subcommand asks the tool's own help: not listed", helps, []string{}, "--vers", NotListed},
+		{"an empty subcommand of a tool whose own help is unknown gives help unknown", learnedHelps{learned: map[string][]string{"git push": {"--tags"}}}, nil, "-C", HelpUnknown},
+		{"a flag the operator's overrides name is listed where the help is unknown", helps, []string{"fetch"}, "--prune", Listed},
+		{"another flag of that subcommand is still help unknown", helps, []string{"fetch"}, "--all", HelpUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ListingOf(tc.helps, "git", tc.sub, tc.flag); got != tc.want {
+				t.Errorf("ListingOf(git %q %s) = %v, want %v", tc.sub, tc.flag, got, tc.want)
+			}
+		})
+	}
+	var zero Listing
+	if zero != HelpUnknown {
+		t.Errorf("the zero Listing is %v, want help unknown: a Listing nobody set must fail closed", zero)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -333,8 +334,9 @@ func (t *RequestTool) elicitClient(st *State, req *mcp.CallToolRequest) string {
 
 // elicitable says why a request must not be put to a client's user (""
 // when it may be): a tool the config does not have, a subcommand a deny
-// rule covers, an empty subcommand, a flag the help does not list, or an
-// exact call no grant could allow.
+// rule covers, an empty subcommand, a flag the help does not list (any
+// flag, where the subcommand's help is unknown; exact calls included), or
+// an exact call no grant could allow.
 func elicitable(st *State, r requests.Request) string {
 	p := st.base()
 	switch {
@@ -345,38 +347,38 @@ func elicitable(st *State, r requests.Request) string {
 	case p.Denies(r.Tool, r.Subcommand):
 		return "a deny rule covers the subcommand"
 	}
+	if unlisted, l := requests.Unlisted(st.Helps, r.Tool, r.Subcommand, r.Flags); len(unlisted) > 0 {
+		return "not listed in the help: " + requests.Flags(unlisted) + " " + requests.Mark(r.Tool, r.Subcommand, l)
+	}
 	if r.Call != nil {
 		rec := requests.Record{Tool: r.Tool, Subcommand: r.Subcommand, Call: r.Call}
 		if err := rec.Grantable(p, st.PolicyHash); err != nil {
 			return err.Error()
-		}
-		return ""
-	}
-	for _, f := range r.Flags {
-		if st.Helps == nil {
-			return "the tool's help is not known"
-		}
-		if _, listed := st.Helps.Flag(r.Tool, r.Subcommand, f); !listed {
-			return "flag " + f + " is not in the help"
 		}
 	}
 	return ""
 }
 
 // question is the elicitation's message and form (CONTRACT §15): the
-// client's name first, everything the assistant wrote escaped, and the
-// answers deny, once, hour (deny and once for an exact call).
-func question(client string, r requests.Request) *mcp.ElicitParams {
+// client's name first, everything the assistant wrote escaped, each flag
+// the help does not list marked as every screen marks it (elicitable keeps
+// such requests from a client, so the mark is there should that change),
+// and the answers deny, once, hour (deny and once for an exact call).
+func question(client string, r requests.Request, helps policy.Helps) *mcp.ElicitParams {
 	var msg string
 	choices := []string{"deny", "once", "hour"}
 	if r.Call != nil {
-		msg = fmt.Sprintf("%s: the assistant asks to run exactly '%s': %s", client, requests.Command(r.Call.Command), requests.Text(r.Rationale))
+		msg = fmt.Sprintf("%s: the assistant asks to run exactly '%s'", client, requests.Command(r.Call.Command))
+		if unlisted, l := requests.Unlisted(helps, r.Tool, r.Subcommand, r.Flags); len(unlisted) > 0 {
+			msg += " (" + requests.Flags(unlisted) + " " + requests.Mark(r.Tool, r.Subcommand, l) + ")"
+		}
+		msg += ": " + requests.Text(r.Rationale)
 		choices = []string{"deny", "once"}
 	} else {
 		cmd := strings.TrimSpace(requests.Token(r.Tool) + " " + requests.Subcommand(r.Subcommand))
 		msg = fmt.Sprintf("%s: the assistant asks to run '%s'", client, cmd)
 		if len(r.Flags) > 0 {
-			msg += " with " + requests.Flags(r.Flags)
+			msg += " with " + requests.MarkedFlags(helps, r.Tool, r.Subcommand, r.Flags)
 		}
 		msg += ": " + requests.Text(r.Rationale)
 	}
@@ -401,7 +403,7 @@ func question(client string, r requests.Request) *mcp.ElicitParams {
 func (t *RequestTool) elicit(ctx context.Context, req *mcp.CallToolRequest, st *State, id, client string, r requests.Request) *mcp.CallToolResult {
 	ectx, cancel := context.WithTimeout(ctx, ElicitTimeout)
 	defer cancel()
-	res, err := req.Session.Elicit(ectx, question(client, r))
+	res, err := req.Session.Elicit(ectx, question(client, r, st.Helps))
 	if err != nil {
 		t.Log.Info("the client did not answer", "id", id, "client", client, "error", err)
 		return nil

@@ -2,8 +2,11 @@ package toolset
 
 import (
 	"context"
+	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,32 +35,56 @@ func (h flagHelps) Subcommands(tool string, sub []string) (map[string]string, bo
 }
 
 // Only a request a person can safely approve with one click is put to a
-// client's user.
+// client's user: never one with a flag the help does not list, and, failing
+// closed, never one with any flag where the subcommand's help is unknown,
+// exact calls included.
 func TestElicitable(t *testing.T) {
 	t.Parallel()
-	st := &State{
-		Policy: newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
-			Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}},
-			Deny:  []*policy.DenyRule{{Subcommand: []string{"config"}}}}),
-		Helps: flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"}},
+	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
+		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}, {Subcommand: []string{"log"}}},
+		Deny:  []*policy.DenyRule{{Subcommand: []string{"config"}}}})
+	helps := flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"}}
+	st := &State{Policy: p, Helps: helps}
+	noHelps := &State{Policy: p}
+	// exact is an exact-call request for git sub run with no arguments,
+	// naming flags: one a grant could allow, whatever its flags say.
+	exact := func(sub string, flags ...string) requests.Request {
+		command, ok := p.Command(policy.Call{Tool: "git", Subcommand: []string{sub}, Params: map[string]any{}})
+		if !ok {
+			t.Fatalf("no command for git %s", sub)
+		}
+		return requests.Request{Tool: "git", Subcommand: []string{sub}, Flags: flags,
+			Call: &requests.Call{Tool: "git_" + sub, Arguments: []byte(`{}`), Command: command}}
 	}
 	for _, tc := range []struct {
 		name string
+		st   *State
 		r    requests.Request
 		want string
 	}{
-		{"a listed flag", requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}}, ""},
-		{"no flags on a new subcommand", requests.Request{Tool: "git", Subcommand: []string{"fetch"}}, ""},
-		{"a listed flag of another subcommand's help", requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}}, ""},
-		{"an unknown tool", requests.Request{Tool: "gh", Subcommand: []string{"pr"}}, "the tool is not in the config"},
-		{"an empty subcommand", requests.Request{Tool: "git", Flags: []string{"--short"}}, "the request names no subcommand"},
-		{"a deny-covered subcommand", requests.Request{Tool: "git", Subcommand: []string{"config", "alias.x"}}, "a deny rule covers the subcommand"},
-		{"a prefix of a listed flag", requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--sho"}}, "flag --sho is not in the help"},
-		{"a flag where the help is unknown", requests.Request{Tool: "git", Subcommand: []string{"fetch"}, Flags: []string{"--all"}}, "flag --all is not in the help"},
+		{"a listed flag", st, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}}, ""},
+		{"no flags on a new subcommand", st, requests.Request{Tool: "git", Subcommand: []string{"fetch"}}, ""},
+		{"a listed flag of another subcommand's help", st, requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"}}, ""},
+		{"an unknown tool", st, requests.Request{Tool: "gh", Subcommand: []string{"pr"}}, "the tool is not in the config"},
+		{"an empty subcommand", st, requests.Request{Tool: "git", Flags: []string{"--short"}}, "the request names no subcommand"},
+		{"a deny-covered subcommand", st, requests.Request{Tool: "git", Subcommand: []string{"config", "alias.x"}}, "a deny rule covers the subcommand"},
+		{"a prefix of a listed flag", st, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--sho"}},
+			"not listed in the help: --sho (NOT IN 'git status --help')"},
+		{"a flag where the subcommand's help is unknown", st, requests.Request{Tool: "git", Subcommand: []string{"fetch"}, Flags: []string{"--all"}},
+			"not listed in the help: --all (HELP UNKNOWN for 'git fetch')"},
+		{"a flag the help would list where no help is known at all", noHelps,
+			requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
+			"not listed in the help: --short (HELP UNKNOWN for 'git status')"},
+		{"an exact call whose flags the help lists", st, exact("status", "--short"), ""},
+		{"an exact call with a flag the help does not list", st, exact("status", "--sho"),
+			"not listed in the help: --sho (NOT IN 'git status --help')"},
+		{"an exact call with a flag where the subcommand's help is unknown", st, exact("log", "--oneline"),
+			"not listed in the help: --oneline (HELP UNKNOWN for 'git log')"},
+		{"an exact call with no flags where the subcommand's help is unknown", st, exact("log"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := elicitable(st, tc.r); got != tc.want {
+			if got := elicitable(tc.st, tc.r); got != tc.want {
 				t.Errorf("elicitable = %q, want %q", got, tc.want)
 			}
 		})
@@ -78,13 +105,20 @@ func TestQuestion(t *testing.T) {
 			"Desk: the assistant asks to run 'git push' with --force: rebased", "deny,once,hour"},
 		{"no flags", requests.Request{Tool: "git", Subcommand: []string{"fetch"}, Rationale: "sync\nnow"},
 			"Desk: the assistant asks to run 'git fetch': sync now", "deny,once,hour"},
+		{"a flag the help does not list is marked", requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force", "--rece"}, Rationale: "r"},
+			"Desk: the assistant asks to run 'git push' with --force --rece (NOT IN 'git push --help'): r", "deny,once,hour"},
+		{"a flag where the help is unknown is marked", requests.Request{Tool: "git", Subcommand: []string{"fetch"}, Flags: []string{"--all"}, Rationale: "r"},
+			"Desk: the assistant asks to run 'git fetch' with --all (HELP UNKNOWN for 'git fetch'): r", "deny,once,hour"},
+		{"an exact call's unlisted flag is marked", requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--rece"}, Rationale: "r",
+			Call: &requests.Call{Command: []string{"git", "push", "--rece=x"}}},
+			"Desk: the assistant asks to run exactly 'git push --rece=x' (--rece (NOT IN 'git push --help')): r", "deny,once"},
 		{"an exact call", requests.Request{Tool: "git", Subcommand: []string{"push"}, Rationale: "once",
 			Call: &requests.Call{Command: []string{"git", "push", "origin", "x'; rm -rf ~"}}},
 			`Desk: the assistant asks to run exactly 'git push origin "x'; rm -rf ~"': once`, "deny,once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			q := question("Desk", tc.r)
+			q := question("Desk", tc.r, flagHelps{"git push": {"--force"}})
 			if !strings.HasPrefix(q.Message, "Desk: the assistant asks to run ") {
 				t.Errorf("message %q does not start with the client's name", q.Message)
 			}
@@ -229,5 +263,114 @@ func TestSessionLimitsAskTheWriter(t *testing.T) {
 	release()
 	if got := len(l.filed[s]); got != MaxPendingPerSession-1 {
 		t.Errorf("%d filed ids kept, want %d (the decided one forgotten)", got, MaxPendingPerSession-1)
+	}
+}
+
+// A session on an elicitation client's token, whose client declared the
+// capability, is asked at once about a request whose flags the help lists;
+// never about one with a flag the help does not list or where the help is
+// unknown (failing closed), exact calls included: that request stays
+// pending, and no question reaches the client.
+func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
+	t.Parallel()
+	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
+		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}, {Subcommand: []string{"log"}}}})
+	helps := flagHelps{"git status": {"--short"}}
+	for _, tc := range []struct {
+		name  string
+		helps policy.Helps
+		exact bool // ask for exactly a refused call naming the flag
+		sub   string
+		flag  string
+		asked bool
+	}{
+		{"a flag the help lists is asked about", helps, false, "status", "--short", true},
+		{"a prefix of a listed flag is not asked about", helps, false, "status", "--sho", false},
+		{"a flag of a subcommand whose help is unknown is not asked about", helps, false, "log", "--oneline", false},
+		{"a flag where no help is known at all is not asked about", nil, false, "status", "--short", false},
+		{"an exact call whose flag the help lists is asked about", helps, true, "status", "--short", true},
+		{"an exact call with a prefix of a listed flag is not asked about", helps, true, "status", "--sho", false},
+		{"an exact call with a flag of a subcommand whose help is unknown is not asked about", helps, true, "log", "--oneline", false},
+		{"an exact call with a flag where no help is known at all is not asked about", nil, true, "status", "--short", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			log := filepath.Join(t.TempDir(), "requests.jsonl")
+			args := map[string]any{"tool": "git", "subcommand": []string{tc.sub}, "flags": []string{tc.flag}, "rationale": "look"}
+			denials := NewDenials()
+			if tc.exact {
+				// A refused call a grant could allow (run with no
+				// arguments), remembered as naming the flag.
+				command, ok := p.Command(policy.Call{Tool: "git", Subcommand: []string{tc.sub}, Params: map[string]any{}})
+				if !ok {
+					t.Fatalf("no command for git %s", tc.sub)
+				}
+				id, err := denials.Add(DeniedCall{Tool: "git", Subcommand: []string{tc.sub}, Flags: []string{tc.flag}, At: time.Now(),
+					Call: requests.Call{Tool: "git_" + tc.sub, Arguments: []byte(`{}`), Command: command, Cwd: "/", Dir: "1:2", Policy: "hash"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				args = map[string]any{"call_id": id, "rationale": "look"}
+			}
+			tool := &RequestTool{
+				Denials: denials,
+				Submit: func(ctx context.Context, r requests.Request) (requests.Submitted, error) {
+					return requests.Submit(ctx, log, r, time.Now())
+				},
+				Decide: func(ctx context.Context, id string, d requests.Decision) error {
+					return requests.Decide(ctx, log, id, d, time.Now())
+				},
+				State: func() *State {
+					return &State{Policy: p, PolicyHash: "hash", Helps: tc.helps, ElicitTokens: map[string]string{"elicit-token": "Desk"}}
+				},
+			}
+			def, handler := tool.DefinitionAndHandler()
+			server := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: "0"}, nil)
+			// In memory there is no HTTP request: give the call the header
+			// a Streamable HTTP session on the client's token carries.
+			server.AddTool(def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				req.Extra = &mcp.RequestExtra{Header: http.Header{"Authorization": {"Bearer elicit-token"}}}
+				return handler(ctx, req)
+			})
+			var mu sync.Mutex
+			var asked []string
+			client := mcp.NewClient(&mcp.Implementation{Name: "desk", Version: "0"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					asked = append(asked, r.Params.Message)
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				}})
+			serverT, clientT := mcp.NewInMemoryTransports()
+			ss, err := server.Connect(ctx, serverT, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Sessions over Streamable HTTP are served up to 2025-11-25,
+			// where a server may ask during a call.
+			cs, err := client.Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cs.Close(); ss.Wait() }()
+
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: def.Name, Arguments: args})
+			if err != nil || res.IsError {
+				t.Fatalf("request: %v %s", err, res.Content[0].(*mcp.TextContent).Text)
+			}
+			mu.Lock()
+			n := len(asked)
+			mu.Unlock()
+			recs, _, err := requests.Read(log)
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("log: %d records, %v", len(recs), err)
+			}
+			want := map[bool]string{true: requests.StatusDenied, false: requests.StatusPending}[tc.asked]
+			if (n == 1) != tc.asked || n > 1 || recs[0].Status != want {
+				t.Errorf("asked %d times (%q), request %s; want asked %v, %s", n, asked, recs[0].Status, tc.asked, want)
+			}
+		})
 	}
 }

@@ -101,8 +101,9 @@ type approved struct {
 
 // approve approves request id as `wraptool requests approve` does: a
 // request for no subcommand only where the tool has a bare rule, flags the
-// help does not list only with unlistedOK, and with apply the config is
-// merged first and the decision recorded only once the merge is written.
+// help does not list (any flag, where that help is unknown) only with
+// unlistedOK, and with apply the config is merged first and the decision
+// recorded only once the merge is written.
 // A refused apply leaves the config untouched and the request pending.
 // With a grant the config is never touched: the decision carries the grant,
 // refused (422, the request stays pending) where --once or --for would be
@@ -128,11 +129,8 @@ func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approv
 			return approved{}, err
 		}
 	}
-	if unl := unlistedFlags(s.Helps, r); len(unl) > 0 && !a.unlistedOK {
-		return approved{}, refusef(http.StatusUnprocessableEntity,
-			"not approved, %s stays pending: %s %s: the help does not list it, and git and other getopt tools accept "+
-				"unambiguous prefixes, so it could stand for another flag; approve with unlisted_ok if you are sure",
-			requests.Token(id), requests.Flags(unl), requests.NotIn(r.Tool, r.Subcommand))
+	if unl, l := requests.Unlisted(s.Helps, r.Tool, r.Subcommand, r.Flags); len(unl) > 0 && !a.unlistedOK {
+		return approved{}, &refusal{http.StatusUnprocessableEntity, requests.UnlistedRefusal(id, r.Tool, r.Subcommand, unl, l, "unlisted_ok")}
 	}
 	var out approved
 	if a.apply {
@@ -226,16 +224,4 @@ func hasBareRule(p *policy.Policy, tool string) bool {
 		return false
 	}
 	return slices.ContainsFunc(p.ToolRules(tool), func(r *policy.Rule) bool { return len(r.Subcommand()) == 0 })
-}
-
-// unlistedFlags are the request's flags its subcommand's help does not
-// list, spelled exactly, when that help is known.
-func unlistedFlags(h policy.Helps, r *requests.Record) []string {
-	var out []string
-	for _, f := range r.Flags {
-		if policy.Unlisted(h, r.Tool, r.Subcommand, f) {
-			out = append(out, f)
-		}
-	}
-	return out
 }

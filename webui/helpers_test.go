@@ -102,7 +102,8 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 // fakeHelps answers from a table: "tool sub…" → flag → help line. A
-// subcommand in the table has known help.
+// subcommand in the table has known help ("gh" alone is gh's own help);
+// any other's help is unknown.
 type fakeHelps map[string]map[string]string
 
 func (h fakeHelps) Flag(tool string, sub []string, flag string) (policy.FlagHelp, bool) {
@@ -122,7 +123,9 @@ var testHelps = fakeHelps{
 		"--tags":         "push tags (can't be used with --all or --mirror)",
 		"--force":        "force updates",
 	},
-	"git pull": {"--ff-only": "abort if fast-forward is not possible"},
+	"git pull":  {"--ff-only": "abort if fast-forward is not possible"},
+	"git fetch": {"--prune": "prune remote-tracking branches no longer on remote", "--all": "fetch all remotes"},
+	"gh":        {"--version": "show gh version", "--help": "show help for command"},
 }
 
 // newFixture writes the config and stand-in binaries into a temporary

@@ -72,6 +72,7 @@ func TestReviewPageShowsFlagsWithTheirHelpAndMarks(t *testing.T) {
 		"--tags — push tags (can't be used with --all or --mirror)",
 		"--force — force updates",
 		"--rece (NOT IN 'git push --help')",
+		"-C (HELP UNKNOWN for 'git')",
 		"git <ANY SUBCOMMAND>",
 		"it can be approved only where the tool already has a bare rule",
 		"Pending: 3",
@@ -80,7 +81,8 @@ func TestReviewPageShowsFlagsWithTheirHelpAndMarks(t *testing.T) {
 			t.Errorf("the page does not read %q", want)
 		}
 	}
-	// The unlisted_ok box is offered where a flag is unlisted, and only there.
+	// The unlisted_ok box is offered where a flag is unlisted, and only
+	// there: git's own help is not known, so -C counts as unlisted.
 	articles := strings.Split(page, `<article class="request">`)[1:]
 	if len(articles) != 3 {
 		t.Fatalf("%d requests shown, want 3", len(articles))
@@ -90,7 +92,7 @@ func TestReviewPageShowsFlagsWithTheirHelpAndMarks(t *testing.T) {
 		if !strings.Contains(a, id) {
 			t.Fatalf("request %d is not %s (log order)", i, id)
 		}
-		if got, want := strings.Contains(a, `name="unlisted_ok"`), id == prefix; got != want {
+		if got, want := strings.Contains(a, `name="unlisted_ok"`), id == prefix || id == anySub; got != want {
 			t.Errorf("%s: unlisted_ok offered = %v, want %v", id, got, want)
 		}
 		for _, button := range []string{`value="approve">Approve</button>`, `value="once">Approve once</button>`,
@@ -384,7 +386,7 @@ func TestApplyPreviewOfARefusedApply(t *testing.T) {
 		t.Errorf("a refused apply offers a confirmation")
 	}
 	// Confirming anyway is refused in the apply's own words.
-	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}})
+	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "unlisted_ok": {"1"}})
 	if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, "error: not applied, "+id+" stays pending: deny rule") {
 		t.Errorf("flash %q", got)
 	}
@@ -428,6 +430,66 @@ func TestApplyPreviewOfUnknownAndDecidedRequests(t *testing.T) {
 	}
 	if w := f.do(t, call{target: "/requests/" + id + "/apply"}); w.Code != http.StatusUnauthorized {
 		t.Errorf("signed out: status %d, want 401", w.Code)
+	}
+}
+
+// Where a subcommand's help is unknown, every flag counts as not listed:
+// the review page and the apply preview mark it HELP UNKNOWN and offer the
+// unlisted_ok box, and approving without the box is refused.
+func TestReviewPageMarksEveryFlagWhereTheHelpIsUnknown(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		noHelps  bool // the server knows no help at all
+		sub      []string
+		flags    []string
+		wantMark string // "" for none
+	}{
+		{name: "a flag of a subcommand whose help was never learned is marked HELP UNKNOWN", sub: []string{"log"},
+			flags: []string{"--oneline"}, wantMark: "--oneline (HELP UNKNOWN for 'git log')"},
+		{name: "a flag the help would list is marked HELP UNKNOWN where no help is known at all", noHelps: true, sub: []string{"push"},
+			flags: []string{"--tags"}, wantMark: "--tags (HELP UNKNOWN for 'git push')"},
+		{name: "a flag the known help lists is not marked", sub: []string{"push"}, flags: []string{"--tags"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			if tt.noHelps {
+				f.src.mu.Lock()
+				f.src.st.Helps = nil
+				f.src.mu.Unlock()
+			}
+			cookie, csrf := f.signIn(t)
+			id := f.submit(t, "git", tt.sub, tt.flags, "look")
+			for _, target := range []string{"/", "/requests/" + id + "/apply"} {
+				page := f.do(t, call{target: target, cookie: cookie}).Body.String()
+				if got := strings.Contains(text(page), "UNKNOWN"); got != (tt.wantMark != "") {
+					t.Errorf("%s: a HELP UNKNOWN mark shown = %v, want %v", target, got, tt.wantMark != "")
+				}
+				if tt.wantMark != "" && !strings.Contains(text(page), tt.wantMark) {
+					t.Errorf("%s does not read %q:\n%s", target, tt.wantMark, text(page))
+				}
+				if got := strings.Contains(page, `name="unlisted_ok"`); got != (tt.wantMark != "") {
+					t.Errorf("%s: unlisted_ok offered = %v, want %v", target, got, tt.wantMark != "")
+				}
+			}
+			w := f.post(t, cookie, "/requests/"+id+"/decide", url.Values{"csrf": {csrf}, "action": {"approve"}})
+			flash := f.flashAfter(t, cookie, w)
+			if tt.wantMark == "" {
+				if !strings.HasPrefix(flash, "ok: approved "+id) {
+					t.Errorf("flash %q, want approved", flash)
+				}
+				return
+			}
+			if !strings.HasPrefix(flash, "error: not approved, "+id+" stays pending: "+tt.wantMark) || f.status(t, id) != "pending" {
+				t.Errorf("without the box: flash %q, status %s; want refused, pending", flash, f.status(t, id))
+			}
+			w = f.post(t, cookie, "/requests/"+id+"/decide", url.Values{"csrf": {csrf}, "action": {"approve"}, "unlisted_ok": {"1"}})
+			if flash := f.flashAfter(t, cookie, w); !strings.HasPrefix(flash, "ok: approved "+id) || f.status(t, id) != "approved" {
+				t.Errorf("with the box: flash %q, status %s; want approved", flash, f.status(t, id))
+			}
+		})
 	}
 }
 

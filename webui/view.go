@@ -62,7 +62,7 @@ type requestView struct {
 	Flags      []flagView
 	Rationale  string
 	Enables    string
-	Unlisted   bool   // some flag carries a NOT IN mark: offer unlisted_ok
+	Unlisted   bool   // some flag carries a NOT IN or HELP UNKNOWN mark: offer unlisted_ok
 	AnyNote    string // why a request for no subcommand cannot be approved; "" when it can
 
 	// An exact-call request (CONTRACT §13): a grant allows exactly this
@@ -83,11 +83,12 @@ type requestView struct {
 	Applied   bool
 }
 
-// flagView is one requested flag with its help line and NOT IN mark.
+// flagView is one requested flag with its help line and, when the help
+// does not list it, its mark (requests.Mark: NOT IN or HELP UNKNOWN).
 type flagView struct {
-	Flag  string
-	NotIn string
-	Help  string
+	Flag string
+	Mark string
+	Help string
 }
 
 // toolView is one tool of the policy overview.
@@ -121,10 +122,10 @@ type previewView struct {
 
 // effectLine is one flag of the rule as it will stand.
 type effectLine struct {
-	Flag  string
-	Kind  string // "a switch", "takes any value", …
-	Help  string
-	NotIn string
+	Flag string
+	Kind string // "a switch", "takes any value", …
+	Help string
+	Mark string // requests.Mark of a requested flag; "" when listed
 }
 
 // requestPath is the page route for request id and action ("decide",
@@ -152,11 +153,8 @@ func viewRequest(s site, r *requests.Record, now time.Time) requestView {
 		v.Cwd = requests.Token(r.Call.Cwd)
 	}
 	for _, f := range r.Flags {
-		fv := flagView{Flag: requests.Token(f)}
-		if policy.Unlisted(s.Helps, r.Tool, r.Subcommand, f) {
-			fv.NotIn = requests.NotIn(r.Tool, r.Subcommand)
-			v.Unlisted = true
-		}
+		fv := flagView{Flag: requests.Token(f), Mark: requests.Mark(r.Tool, r.Subcommand, policy.ListingOf(s.Helps, r.Tool, r.Subcommand, f))}
+		v.Unlisted = v.Unlisted || fv.Mark != ""
 		if s.Helps != nil && len(r.Subcommand) > 0 {
 			if h, ok := s.Helps.Flag(r.Tool, r.Subcommand, f); ok {
 				fv.Help = requests.Text(h.Description)
@@ -278,7 +276,8 @@ func planID(p config.ApplyPreview) string {
 
 // effect is the rule as it will stand after the merge, as `requests
 // approve` prints it: each flag as a switch or taking a value, its help
-// line, the NOT IN mark; then the positional limit and patterns.
+// line, the mark of a requested flag the help does not list; then the
+// positional limit and patterns.
 func effect(h policy.Helps, r *requests.Record, rule *policy.AllowRule) (lines []effectLine, positional, patterns string) {
 	for _, f := range rule.Flags {
 		l := effectLine{Flag: requests.Token(f)}
@@ -297,8 +296,8 @@ func effect(h policy.Helps, r *requests.Record, rule *policy.AllowRule) (lines [
 				l.Help = requests.Text(fh.Description)
 			}
 		}
-		if slices.Contains(r.Flags, f) && policy.Unlisted(h, r.Tool, r.Subcommand, f) {
-			l.NotIn = requests.NotIn(r.Tool, r.Subcommand)
+		if slices.Contains(r.Flags, f) {
+			l.Mark = requests.Mark(r.Tool, r.Subcommand, policy.ListingOf(h, r.Tool, r.Subcommand, f))
 		}
 		lines = append(lines, l)
 	}

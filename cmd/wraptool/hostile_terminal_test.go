@@ -170,12 +170,15 @@ func TestHostileTerminalOutputIsNeutralised(t *testing.T) {
 				}
 			}
 
-			// approve prints the request whole, then its effect (here a
-			// refusal to merge, quoting the tokens), then records it.
-			out, stderr, _ := f.run(t, "requests", "approve", capID)
+			// approve prints the request whole, its flag marked (the config
+			// has no such tool, so nothing is known of its help), then its
+			// effect (here a refusal to merge, quoting the tokens), then
+			// records it: with --unlisted-ok, as the mark asks.
+			out, stderr, _ := f.run(t, "requests", "approve", capID, "--unlisted-ok")
 			expectNoRawControl(t, "approve stdout", out)
 			expectNoRawControl(t, "approve stderr", stderr)
 			for _, want := range []string{"Request " + tok(capID), "rationale: " + requests.Text("why "+r),
+				tok("--tags"+r) + " (HELP UNKNOWN for '" + tok("git"+r) + " " + tok("push"+r) + "')",
 				"enables:   " + requests.Text("it enables "+r), "approved " + tok(capID)} {
 				if !strings.Contains(out, want) {
 					t.Errorf("approve does not show %q:\n%s", want, out)

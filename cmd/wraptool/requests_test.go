@@ -9,16 +9,46 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wraptool/wraptool/introspect"
+	"github.com/wraptool/wraptool/introspect/introspecttest"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// requestsFixture is a config wrapping git (a stand-in) with a push rule,
-// and a request log holding the requests given.
+// requestsFixture is a config wrapping git (a stand-in answering
+// gitHelpTexts) with a push rule, an introspection cache holding git's root
+// and push helps as a running server would have left it, and a request log
+// holding the requests given.
 type requestsFixture struct {
 	dir, config, log string
 	env              map[string]string
 	ids              []string
+}
+
+// gitHelpTexts are the stand-in git's help texts: its root help, listing
+// push and fetch, and push's, listing the flags the tests ask for. fetch's
+// help is never learned (no rule names fetch): it is unknown.
+var gitHelpTexts = map[string]string{
+	"--help": `usage: git [-v | --version] [-h | --help] [-C <path>] <command> [<args>]
+
+These are common Git commands used in various situations:
+
+   fetch      Download objects and refs from another repository
+   push       Update remote refs along with associated objects
+`,
+	"push --help": `usage: git push [<options>] [<repository> [<refspec>...]]
+
+    -v, --[no-]verbose    be more verbose
+    --[no-]tags           push tags (can't be used with --all or --mirror)
+    -f, --[no-]force      force updates
+    --[no-]force-with-lease[=<refname>:<expect>]
+                          require old value of ref to be at this value
+    -u, --[no-]set-upstream
+                          set upstream for git pull/status
+    --[no-]receive-pack <receive-pack>
+                          receive pack program
+`,
 }
 
 const requestsConfig = `mcp:
@@ -40,6 +70,7 @@ func newRequestsFixture(t *testing.T, reqs ...requests.Request) *requestsFixture
 	dir := configtest.NewFixture(t, map[string]string{"config.yaml": requestsConfig})
 	f := &requestsFixture{dir: dir, config: filepath.Join(dir, "config.yaml"), log: filepath.Join(dir, "requests.jsonl"),
 		env: map[string]string{"HOME": filepath.Join(dir, "home")}}
+	f.learnHelps(t)
 	for i, r := range reqs {
 		if r.Flags == nil {
 			r.Flags = []string{}
@@ -51,6 +82,37 @@ func newRequestsFixture(t *testing.T, reqs ...requests.Request) *requestsFixture
 		f.ids = append(f.ids, s.ID)
 	}
 	return f
+}
+
+// learnHelps installs the savedhelp fixture as the config's git, answering
+// gitHelpTexts, and learns its root and push helps into the introspection
+// cache under the fixture's HOME, where the CLI's cache-only load finds
+// them.
+func (f *requestsFixture) learnHelps(t *testing.T) {
+	t.Helper()
+	bin := filepath.Join(f.dir, "bin")
+	if err := os.Remove(filepath.Join(bin, "git")); err != nil {
+		t.Fatal(err)
+	}
+	git, err := introspecttest.Install(savedHelp, bin, "git", gitHelpTexts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := introspect.New(&introspect.Options{CacheDir: f.cacheDir(t)}).Learn(t.Context(),
+		[]introspect.Tool{{Name: "git", Binary: git, Subcommands: [][]string{{"push"}}}}, false)
+	if _, ok := c.Help("git", []string{"push"}); !ok {
+		t.Fatalf("the stand-in git's push help was not learned")
+	}
+}
+
+// cacheDir is the introspection cache's folder, as the CLI finds it.
+func (f *requestsFixture) cacheDir(t *testing.T) string {
+	t.Helper()
+	dir, err := config.CacheDir(&config.Options{Getenv: func(k string) string { return f.env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "introspection")
 }
 
 func (f *requestsFixture) run(t *testing.T, args ...string) (string, string, int) {
@@ -78,7 +140,7 @@ func TestRequestsList(t *testing.T) {
 	f := newRequestsFixture(t,
 		requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force-with-lease"},
 			Rationale: "publish the branch so the reviewer sees it; this rationale is long enough to be cut in the table"},
-		requests.Request{Tool: "gіt", Subcommand: []string{"push"}, Flags: []string{"--tags"}, Rationale: "ok\x1b[2J\x1b[Hall is well\u202e"},
+		requests.Request{Tool: "gіt", Subcommand: []string{"push"}, Rationale: "ok\x1b[2J\x1b[Hall is well\u202e"},
 		requests.Request{Tool: "git", Subcommand: []string{}, Flags: []string{"-C"}, Rationale: "anything"},
 	)
 	if _, _, code := f.run(t, "requests", "deny", f.ids[2], "--reason", "no"); code != 0 {
@@ -151,7 +213,8 @@ func TestRequestsApproveAndDeny(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d, stderr %q", code, stderr)
 		}
-		for _, want := range []string{"asks for:  git push --force-with-lease", "as the rule will stand:", "--set-upstream", "--force-with-lease  takes any value",
+		for _, want := range []string{"asks for:  git push --force-with-lease\n", "as the rule will stand:", "--set-upstream",
+			"--force-with-lease  a switch  — require old value of ref to be at this value\n",
 			"added flags --force-with-lease to git push", "approved " + f.ids[0]} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
@@ -167,8 +230,10 @@ func TestRequestsApproveAndDeny(t *testing.T) {
 	})
 	t.Run("a new rule is appended with positional_max 0", func(t *testing.T) {
 		t.Parallel()
+		// No rule names fetch, so its help was never learned: --prune
+		// is approved only with --unlisted-ok.
 		f := newRequestsFixture(t, requests.Request{Tool: "git", Subcommand: []string{"fetch"}, Flags: []string{"--prune"}, Rationale: "r"})
-		out, _, code := f.run(t, "requests", "approve", "--apply", f.ids[0])
+		out, _, code := f.run(t, "requests", "approve", "--apply", "--unlisted-ok", f.ids[0])
 		if code != 0 || !strings.Contains(out, "positional arguments: none (positional_max: 0") || !strings.Contains(out, "appended allow rule for git fetch") {
 			t.Errorf("exit %d:\n%s", code, out)
 		}

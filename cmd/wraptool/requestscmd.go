@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -244,8 +245,12 @@ func (a *app) listRequests(ctx context.Context, status string, asJSON bool) erro
 	for _, r := range shown {
 		flags := o.flagsText(r)
 		if r.Call != nil {
-			// An exact-call request: the command itself, as it would run.
+			// An exact-call request: the command itself, as it would run,
+			// then each flag of it the help does not list, marked.
 			flags = "exactly: " + requests.Command(r.Call.Command)
+			if unlisted := o.unlistedText(r); unlisted != "" {
+				flags += "; " + unlisted
+			}
 		}
 		rows = append(rows, []string{requests.Token(r.ID), requests.Age(time.Now(), r.CreatedAt), requests.GrantStatus(r, time.Now()),
 			requests.Token(r.Tool), requests.Subcommand(r.Subcommand), flags, requests.Text(r.Rationale)})
@@ -269,23 +274,28 @@ func (a *app) listRequests(ctx context.Context, status string, asJSON bool) erro
 }
 
 // flagsText renders a request's flags, each one its subcommand's help does
-// not list marked "(NOT IN 'git push --help')".
+// not list marked: "--rece (NOT IN 'git push --help')", or "--rece (HELP
+// UNKNOWN for 'git push')" where that help is unknown.
 func (o *operator) flagsText(r *requests.Record) string {
-	var out []string
-	for _, f := range r.Flags {
-		s := requests.Token(f)
-		if o.unlisted(r, f) {
-			s += " " + requests.NotIn(r.Tool, r.Subcommand)
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, " ")
+	return requests.MarkedFlags(o.loaded.Helps, r.Tool, r.Subcommand, r.Flags)
 }
 
-// unlisted reports whether the request's flag is not in its subcommand's
-// help, as the introspection cache knows it (policy.Unlisted).
-func (o *operator) unlisted(r *requests.Record, flag string) bool {
-	return policy.Unlisted(o.loaded.Helps, r.Tool, r.Subcommand, flag)
+// unlistedText renders the request's flags its subcommand's help does not
+// list, with their mark ("--rece (NOT IN 'git push --help')"), for an exact
+// call, whose displays show the command instead of the flags; "" when
+// there are none.
+func (o *operator) unlistedText(r *requests.Record) string {
+	unlisted, l := requests.Unlisted(o.loaded.Helps, r.Tool, r.Subcommand, r.Flags)
+	if len(unlisted) == 0 {
+		return ""
+	}
+	return requests.Flags(unlisted) + " " + requests.Mark(r.Tool, r.Subcommand, l)
+}
+
+// mark is the mark beside the request's flag (requests.Mark): "" when its
+// subcommand's help, as the introspection cache knows it, lists the flag.
+func (o *operator) mark(r *requests.Record, flag string) string {
+	return requests.Mark(r.Tool, r.Subcommand, policy.ListingOf(o.loaded.Helps, r.Tool, r.Subcommand, flag))
 }
 
 // approval is what `requests approve` was asked to do.
@@ -318,7 +328,7 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	if err := o.bareRuleRefusal(r); err != nil {
 		return err
 	}
-	a.printRequest(r)
+	a.printRequest(o, r)
 	effect, previewErr := a.approvalEffect(o, r, ap.grant != nil)
 	if ap.grant != nil {
 		effect += "  for now: " + ap.grant.String(time.Now()) + "; the config is not changed\n"
@@ -361,8 +371,8 @@ func (a *app) approvalEffect(o *operator, r *requests.Record, grant bool) (strin
 
 // refusal says why ap cannot be recorded for r, given what its effect's
 // preview found (previewErr): a merge that cannot be made refuses --apply
-// and a grant, a flag the help does not list refuses any approval unless
-// ap.unlistedOK.
+// and a grant, a flag the help does not list (any flag, where that help is
+// unknown) refuses any approval unless ap.unlistedOK.
 func (o *operator) refusal(r *requests.Record, ap approval, previewErr error) error {
 	id := requests.Token(r.ID)
 	if previewErr != nil && ap.apply {
@@ -371,16 +381,8 @@ func (o *operator) refusal(r *requests.Record, ap approval, previewErr error) er
 	if previewErr != nil && ap.grant != nil {
 		return fmt.Errorf("not granted, %s stays pending: %w", id, previewErr)
 	}
-	var unlisted []string
-	for _, f := range r.Flags {
-		if o.unlisted(r, f) {
-			unlisted = append(unlisted, f)
-		}
-	}
-	if len(unlisted) > 0 && !ap.unlistedOK {
-		return fmt.Errorf("not approved, %s stays pending: %s %s: the help does not list it, and git and other getopt tools accept "+
-			"unambiguous prefixes, so it could stand for another flag; approve with --unlisted-ok if you are sure",
-			id, requests.Flags(unlisted), requests.NotIn(r.Tool, r.Subcommand))
+	if unlisted, l := requests.Unlisted(o.loaded.Helps, r.Tool, r.Subcommand, r.Flags); len(unlisted) > 0 && !ap.unlistedOK {
+		return errors.New(requests.UnlistedRefusal(r.ID, r.Tool, r.Subcommand, unlisted, l, "--unlisted-ok"))
 	}
 	return nil
 }
@@ -427,6 +429,9 @@ func (a *app) exactEffect(o *operator, r *requests.Record) (string, error) {
 	fmt.Fprintf(&b, "\nApproving allows exactly this call (%s), and nothing like it:\n", requests.Token(call.Tool))
 	fmt.Fprintf(&b, "  command: %s\n", requests.Command(call.Command))
 	fmt.Fprintf(&b, "  in:      %s\n", requests.Token(call.Cwd))
+	if unlisted := o.unlistedText(r); unlisted != "" {
+		fmt.Fprintf(&b, "  flags the help does not list: %s\n", unlisted)
+	}
 	if err := r.Grantable(o.loaded.Policy, o.loaded.PolicyHash()); err != nil {
 		return b.String(), err
 	}
@@ -455,11 +460,12 @@ func (a *app) recordDenial(ctx context.Context, logPath, id, reason, by string) 
 	return err
 }
 
-// printRequest shows what the assistant asked, escaped: it cannot repaint
-// the screen or pass for another request.
-func (a *app) printRequest(r *requests.Record) {
+// printRequest shows what the assistant asked, escaped (it cannot repaint
+// the screen or pass for another request), each flag the help does not
+// list marked.
+func (a *app) printRequest(o *operator, r *requests.Record) {
 	fmt.Fprintf(a.stdout, "Request %s, filed %s ago:\n", requests.Token(r.ID), requests.Age(time.Now(), r.CreatedAt))
-	fmt.Fprintf(a.stdout, "  asks for:  %s %s %s\n", requests.Token(r.Tool), requests.Subcommand(r.Subcommand), requests.Flags(r.Flags))
+	fmt.Fprintf(a.stdout, "  asks for:  %s %s %s\n", requests.Token(r.Tool), requests.Subcommand(r.Subcommand), o.flagsText(r))
 	fmt.Fprintf(a.stdout, "  rationale: %s\n", requests.Text(r.Rationale))
 	if r.Enables != "" {
 		fmt.Fprintf(a.stdout, "  enables:   %s\n", requests.Text(r.Enables))
@@ -498,8 +504,10 @@ func (a *app) effect(o *operator, r *requests.Record) (string, error) {
 				line += "  — " + requests.Text(fh.Description)
 			}
 		}
-		if slices.Contains(r.Flags, f) && o.unlisted(r, f) {
-			line += "  " + requests.NotIn(r.Tool, r.Subcommand)
+		if slices.Contains(r.Flags, f) {
+			if m := o.mark(r, f); m != "" {
+				line += "  " + m
+			}
 		}
 		fmt.Fprintln(&b, line)
 	}

@@ -78,7 +78,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if h.empty() {
+		if h.Empty() {
 			t.Fatalf("Parse: ok = true with no flags and no subcommands")
 		}
 		checkInvariants(t, h)

@@ -131,16 +131,19 @@ func Parse(text string) (h Help, ok bool) {
 	default:
 		h = parseLines(lines, gnuConfig)
 	}
-	if h.empty() {
+	if h.Empty() {
 		h = parseLines(lines, fallbackConfig)
 	}
-	if h.empty() {
+	if h.Empty() {
 		return Help{}, false
 	}
 	return h, true
 }
 
-func (h Help) empty() bool { return len(h.Flags) == 0 && len(h.Subcommands) == 0 }
+// Empty reports whether h lists nothing: no flags and no subcommands.
+// Parse never returns an empty Help as parsed, so one that is empty did not
+// come from a tool's help text (a blanked cache entry, say).
+func (h Help) Empty() bool { return len(h.Flags) == 0 && len(h.Subcommands) == 0 }
 
 // Flag finds a flag by one of its spellings: "-m", "--message", or
 // "--no-verify" for a Negatable "--verify", which is then reported as a

@@ -67,10 +67,68 @@ func Subcommand(sub []string) string {
 	return strings.Join(Tokens(sub), " ")
 }
 
-// NotIn is the mark beside a flag the subcommand's help does not list:
-// "(NOT IN 'git push --help')".
-func NotIn(tool string, sub []string) string {
-	return "(NOT IN '" + Token(tool) + " " + Subcommand(sub) + " --help')"
+// Mark is the mark beside a requested flag its subcommand's help does not
+// list (policy.ListingOf), the same on every screen: "(NOT IN 'git push
+// --help')" where the help is known, "(HELP UNKNOWN for 'git push')" where
+// it is not, "" for a listed flag. An empty sub names the tool's own help
+// ("(NOT IN 'gh --help')"), which a bare rule's flags belong to.
+func Mark(tool string, sub []string, l policy.Listing) string {
+	command := strings.Join(append([]string{Token(tool)}, Tokens(sub)...), " ")
+	switch l {
+	case policy.Listed:
+		return ""
+	case policy.NotListed:
+		return "(NOT IN '" + command + " --help')"
+	}
+	return "(HELP UNKNOWN for '" + command + "')"
+}
+
+// MarkedFlags renders a request's flags as Flags does, each one its
+// subcommand's help does not list followed by its Mark: "--tags --rece
+// (NOT IN 'git push --help')".
+func MarkedFlags(helps policy.Helps, tool string, sub []string, flags []string) string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		out[i] = Token(f)
+		if m := Mark(tool, sub, policy.ListingOf(helps, tool, sub, f)); m != "" {
+			out[i] += " " + m
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// Unlisted returns the flags of a request for tool's subcommand sub that
+// its help does not list, spelled exactly, and how: NotListed, or
+// HelpUnknown where that help is unknown (then every flag is returned);
+// Listed when the help lists them all. An approval takes unlisted flags
+// only when the operator says so.
+func Unlisted(helps policy.Helps, tool string, sub []string, flags []string) (unlisted []string, l policy.Listing) {
+	l = policy.Listed
+	for _, f := range flags {
+		fl := policy.ListingOf(helps, tool, sub, f)
+		if fl == policy.Listed {
+			continue
+		}
+		if l == policy.Listed || fl == policy.HelpUnknown {
+			l = fl
+		}
+		unlisted = append(unlisted, f)
+	}
+	return unlisted, l
+}
+
+// UnlistedRefusal is why approving request id is refused until the operator
+// confirms with option ("--unlisted-ok", "unlisted_ok"): its unlisted
+// flags (Unlisted), marked, and why a flag the help does not list may be
+// another flag.
+func UnlistedRefusal(id, tool string, sub, unlisted []string, l policy.Listing, option string) string {
+	why := "the help does not list it"
+	if l == policy.HelpUnknown {
+		why = "the subcommand's help is not known, so no flag counts as listed"
+	}
+	return "not approved, " + Token(id) + " stays pending: " + Flags(unlisted) + " " + Mark(tool, sub, l) + ": " + why +
+		", and git and other getopt tools accept unambiguous prefixes, so it could stand for another flag; approve with " +
+		option + " if you are sure"
 }
 
 // Age is how long before now t was, in one unit: 45s, 3m, 2h, 5d.

@@ -1,8 +1,11 @@
 package requests
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy"
 )
 
 func TestDisplay(t *testing.T) {
@@ -57,5 +60,72 @@ func TestCommand(t *testing.T) {
 		if got := Command(tc.tokens); got != tc.want {
 			t.Errorf("Command(%q) = %s, want %s", tc.tokens, got, tc.want)
 		}
+	}
+}
+
+// pushHelps knows git push's help (listing --tags) and git's own (listing
+// --version), nothing else.
+type pushHelps struct{}
+
+func (pushHelps) Flag(tool string, sub []string, flag string) (policy.FlagHelp, bool) {
+	key := strings.Join(append([]string{tool}, sub...), " ")
+	return policy.FlagHelp{}, key == "git push" && flag == "--tags" || key == "git" && flag == "--version"
+}
+func (pushHelps) Description(string, []string) string  { return "" }
+func (pushHelps) ShortHelpTaken(string, []string) bool { return false }
+func (pushHelps) Subcommands(tool string, sub []string) (map[string]string, bool) {
+	key := strings.Join(append([]string{tool}, sub...), " ")
+	return nil, key == "git push" || key == "git"
+}
+
+// Every screen marks an unlisted flag the same way, the help's command
+// escaped as every token is; where the help is unknown, every flag is
+// marked HELP UNKNOWN.
+func TestMarks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		helps         policy.Helps
+		tool          string
+		sub, flags    []string
+		marked        string // MarkedFlags
+		unlisted      []string
+		listing       policy.Listing
+		refusalReason string // part of UnlistedRefusal; "" when nothing is unlisted
+	}{
+		{"listed flags are not marked", pushHelps{}, "git", []string{"push"}, []string{"--tags"},
+			"--tags", nil, policy.Listed, ""},
+		{"a prefix of a listed flag is NOT IN", pushHelps{}, "git", []string{"push"}, []string{"--tags", "--rece"},
+			"--tags --rece (NOT IN 'git push --help')", []string{"--rece"}, policy.NotListed,
+			"--rece (NOT IN 'git push --help'): the help does not list it"},
+		{"every flag of a subcommand whose help is unknown is HELP UNKNOWN", pushHelps{}, "git", []string{"fetch"}, []string{"--prune", "--all"},
+			"--prune (HELP UNKNOWN for 'git fetch') --all (HELP UNKNOWN for 'git fetch')", []string{"--prune", "--all"}, policy.HelpUnknown,
+			"--prune --all (HELP UNKNOWN for 'git fetch'): the subcommand's help is not known, so no flag counts as listed"},
+		{"with no helps at all a flag the help would list is HELP UNKNOWN", nil, "git", []string{"push"}, []string{"--tags"},
+			"--tags (HELP UNKNOWN for 'git push')", []string{"--tags"}, policy.HelpUnknown, "--tags (HELP UNKNOWN for 'git push')"},
+		{"an empty subcommand names the tool's own help", pushHelps{}, "git", nil, []string{"--version", "--vers"},
+			"--version --vers (NOT IN 'git --help')", []string{"--vers"}, policy.NotListed, "--vers (NOT IN 'git --help')"},
+		{"the tool and subcommand are escaped in the mark", pushHelps{}, "gіt\x1b[2J", []string{"pu\u202esh"}, []string{"--x\r"},
+			`--x\r (HELP UNKNOWN for 'g\u0456t\x1b[2J pu\u202esh')`, []string{"--x\r"}, policy.HelpUnknown,
+			`--x\r (HELP UNKNOWN for 'g\u0456t\x1b[2J pu\u202esh')`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := MarkedFlags(tc.helps, tc.tool, tc.sub, tc.flags); got != tc.marked {
+				t.Errorf("MarkedFlags = %q, want %q", got, tc.marked)
+			}
+			unlisted, l := Unlisted(tc.helps, tc.tool, tc.sub, tc.flags)
+			if !slices.Equal(unlisted, tc.unlisted) || l != tc.listing {
+				t.Errorf("Unlisted = %q, %v; want %q, %v", unlisted, l, tc.unlisted, tc.listing)
+			}
+			if tc.refusalReason == "" {
+				return
+			}
+			got := UnlistedRefusal("req_0123abcd", tc.tool, tc.sub, unlisted, l, "--unlisted-ok")
+			if !strings.HasPrefix(got, "not approved, req_0123abcd stays pending: ") || !strings.Contains(got, tc.refusalReason) ||
+				!strings.HasSuffix(got, "approve with --unlisted-ok if you are sure") {
+				t.Errorf("UnlistedRefusal = %q, want it to hold %q", got, tc.refusalReason)
+			}
+		})
 	}
 }
