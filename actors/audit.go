@@ -9,6 +9,7 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/jsonl"
 	"github.com/wraptool/wraptool/toolset"
 )
@@ -22,7 +23,7 @@ import (
 const (
 	AuditQueue    = 4096
 	AuditMaxBytes = 64 << 20
-	AuditKeep     = 5
+	AuditKeep     = config.AuditKeep
 )
 
 // auditAttempts is how often the writer tries a batch before it gives the

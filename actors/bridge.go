@@ -124,14 +124,17 @@ func (s upstreamSpec) equal(o upstreamSpec) bool {
 // its own goroutine, and the SDK matches every reply to its request by
 // JSON-RPC id.
 type bridge struct {
-	name    string
-	gen     uint64
-	spec    upstreamSpec
-	getenv  func(string) string
-	reaper  *runner.Reaper
-	timing  UpstreamTiming
-	version string
-	log     *slog.Logger
+	name   string
+	gen    uint64
+	spec   upstreamSpec
+	getenv func(string) string
+	reaper *runner.Reaper
+	// snapshots is read at each start for the sandbox in force, so a
+	// restart after a reload runs under the new config's protected set.
+	snapshots Snapshots
+	timing    UpstreamTiming
+	version   string
+	log       *slog.Logger
 	// publish reaches the registry; first, until used, tells the
 	// supervisor the first start is over (its offer applied, or failed).
 	publish chan<- messages.UpstreamTools
@@ -300,7 +303,11 @@ func (b *bridge) start(ctx context.Context) (*upstreamProc, []*mcp.Tool, error) 
 		return nil, nil, fmt.Errorf("cannot start: %w", err)
 	}
 	env = runner.Environ(path, b.getenv, b.spec.fileEnv, b.spec.env)
-	up, err := spawn(path, b.spec.args, b.spec.workingDir, env, b.reaper, b.log)
+	var sandbox *runner.Sandbox
+	if b.snapshots != nil {
+		sandbox = b.snapshots.Current().Sandbox
+	}
+	up, err := spawn(path, b.spec.args, b.spec.workingDir, env, b.reaper, sandbox, b.log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot start %s: %w", path, err)
 	}
@@ -515,7 +522,7 @@ type upstreamProc struct {
 // here rather than by os/exec (whose Wait would close them under the SDK's
 // reader), tracked by the reaper so a sweep never takes it for a stray.
 // Its stderr goes to the log, line by line.
-func spawn(path string, args []string, dir string, env []string, reaper *runner.Reaper, log *slog.Logger) (*upstreamProc, error) {
+func spawn(path string, args []string, dir string, env []string, reaper *runner.Reaper, sandbox *runner.Sandbox, log *slog.Logger) (*upstreamProc, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -546,7 +553,7 @@ func spawn(path string, args []string, dir string, env []string, reaper *runner.
 	cmd.Env, cmd.Dir = env, dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	done, err := reaper.Start(cmd)
+	done, err := reaper.Start(cmd, sandbox)
 	// The child holds its ends now (or never will).
 	inR.Close()
 	outW.Close()

@@ -175,6 +175,7 @@ func (h *Hooks) command(m messages.RequestFiled) (hookRun, bool) {
 		Timeout:   h.timeout,
 		OutputCap: hookOutputCap,
 		Reaper:    h.reaper,
+		Sandbox:   snap.Sandbox,
 	}
 	return c, true
 }

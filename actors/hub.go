@@ -259,6 +259,15 @@ func (h *Hub) URL() string {
 func (h *Hub) Calls() context.Context { return h.runs }
 
 // token is the bearer token required now: the snapshot's, "" for none.
+// confinement is the snapshot's confinement, for /healthz; "off" for a hub
+// built without snapshots (its tests).
+func (h *Hub) confinement() string {
+	if h.snapshots == nil {
+		return "off"
+	}
+	return h.snapshots.Current().Confinement()
+}
+
 func (h *Hub) token() string {
 	if h.snapshots == nil {
 		return ""
@@ -418,7 +427,10 @@ func (h *Hub) Handler() http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok"))
+		// The first line stays "ok" for whoever checks only that; the
+		// second says which confinement keeps the started processes away
+		// from wraptool's files.
+		w.Write([]byte("ok\nconfinement: " + h.confinement() + "\n"))
 	})
 	mux.Handle("/sse", guard.WrapMethods(sseMethods, sseLife(sse)))
 	mux.Handle("/mcp", guard.WrapMethods(streamableMethods, h.streams.observe(streamable)))

@@ -53,6 +53,9 @@ type hubHarness struct {
 
 // newHubHarness binds a hub as o says, its Snapshots giving token; it does
 // not run it.
+// healthzOff is /healthz's body for a hub whose snapshots confine nothing.
+const healthzOff = "ok\nconfinement: off\n"
+
 func newHubHarness(t *testing.T, o HubOptions, token string) *hubHarness {
 	t.Helper()
 	snaps := newTestSnapshots(&Snapshot{MCPToken: token})
@@ -237,8 +240,8 @@ func TestHubGuardsTheMCPEndpoints(t *testing.T) {
 			}
 			switch tt.wantStatus {
 			case 200:
-				if tt.req.path == "/healthz" && res.body != "ok" {
-					t.Errorf("body = %q, want %q", res.body, "ok")
+				if tt.req.path == "/healthz" && res.body != healthzOff {
+					t.Errorf("body = %q, want %q", res.body, healthzOff)
 				}
 			case 401:
 				// A refused credential is named as such (RFC 6750
@@ -529,7 +532,7 @@ func TestHubUnixSocketAlreadyThere(t *testing.T) {
 
 		h := newHubHarness(t, HubOptions{Transport: "unix", Listen: path}, "")
 		h.stop = start(t, h.hub)
-		if res := h.do(t, hubRequest{method: "GET", path: "/healthz"}); res.status != 200 || res.body != "ok" {
+		if res := h.do(t, hubRequest{method: "GET", path: "/healthz"}); res.status != 200 || res.body != healthzOff {
 			t.Errorf("healthz on the replaced socket: status %d body %q, want 200 ok", res.status, res.body)
 		}
 	})
@@ -819,7 +822,7 @@ func TestHubLimitsOpenConnections(t *testing.T) {
 	for range 2 {
 		c := h.dial(t)
 		c.send(t, healthz)
-		if res, body := c.response(t, wait); res.StatusCode != 200 || body != "ok" {
+		if res, body := c.response(t, wait); res.StatusCode != 200 || body != healthzOff {
 			t.Fatalf("healthz on connection %d: status %d body %q, want 200 ok", len(open)+1, res.StatusCode, body)
 		}
 		open = append(open, c)
@@ -828,7 +831,7 @@ func TestHubLimitsOpenConnections(t *testing.T) {
 	third.send(t, healthz)
 	third.notAnswered(t, "a third connection while two are open")
 	open[0].Close()
-	if res, body := third.response(t, wait); res.StatusCode != 200 || body != "ok" {
+	if res, body := third.response(t, wait); res.StatusCode != 200 || body != healthzOff {
 		t.Errorf("healthz on the third connection once one closed: status %d body %q, want 200 ok", res.StatusCode, body)
 	}
 }

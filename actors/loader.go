@@ -147,5 +147,8 @@ func (l *Loader) reload(ctx context.Context, forced bool) (messages.ConfigLoaded
 	for _, w := range loaded.Warnings {
 		l.log.Warn("config warning", "where", w.String())
 	}
+	if loaded.Config.MCP.Confinement == config.ConfinementOff {
+		l.log.Warn(config.ConfinementOffWarning, "config", l.path)
+	}
 	return messages.ConfigLoaded{Loaded: loaded, Cause: cause}, true
 }

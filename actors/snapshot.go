@@ -28,6 +28,9 @@ type Snapshot struct {
 	// Loaded is the load the snapshot serves; a change of grants builds a
 	// new snapshot from it.
 	Loaded *config.Loaded
+	// Sandbox confines every process started for this snapshot (calls,
+	// hooks, upstream servers); nil when confinement is off.
+	Sandbox *runner.Sandbox
 	// Grants are the grants in force the grants actor last gave (for every
 	// config); Dormant says why those for this config that are not in
 	// force are not (their tool is gone, a deny rule covers them, the
@@ -53,6 +56,14 @@ type Shared struct {
 	// Audit is the audit-log writer; nil means no audit log whatever the
 	// config says.
 	Audit *Audit
+	// Confiner gives each snapshot the sandbox for its config's protected
+	// set, unless the config turns confinement off; nil confines nothing.
+	Confiner *runner.Confiner
+	// Self is wraptool's own executable, write-protected from every
+	// process it starts; "" when unknown.
+	Self string
+	// Paths locate wraptool's default folders (nil: the real environment).
+	Paths *config.Options
 }
 
 // NewSnapshot builds the snapshot for a load and the grants in force
@@ -63,6 +74,7 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 	c := l.Config
 	// One set for all the snapshot's tools: the files are the server's.
 	protected := toolset.NewProtectedFiles(append([]string{absPath(c.File)}, c.OwnFiles()...))
+	sandbox := SandboxFor(c, shared.Confiner, shared.Self, shared.Paths)
 	rt := make(map[string]toolset.Runtime, len(c.Tools))
 	for name, t := range c.Tools {
 		rt[name] = toolset.Runtime{
@@ -72,6 +84,7 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 			Roots:      c.MCP.AllowedCwdRoots,
 			Protected:  protected,
 			Home:       getenv("HOME"),
+			Sandbox:    sandbox,
 		}
 	}
 	if shared.Slots != nil {
@@ -87,6 +100,7 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 		AdminToken: l.AdminToken,
 		Hash:       l.Hash,
 		Loaded:     l,
+		Sandbox:    sandbox,
 		Grants:     grants,
 		Dormant:    map[string]error{},
 	}
@@ -96,6 +110,26 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 		snap.State.Audit = shared.Audit.For(c.MCP.AuditLog)
 	}
 	return snap
+}
+
+// SandboxFor is the sandbox every process started under c runs in: the
+// one confiner gives for c's protected set, or nil when c turns
+// confinement off (or there is no confiner).
+func SandboxFor(c *config.Config, confiner *runner.Confiner, self string, paths *config.Options) *runner.Sandbox {
+	if confiner == nil || c.MCP.Confinement == config.ConfinementOff {
+		return nil
+	}
+	p := c.Protected(self, paths)
+	return confiner.For(runner.Protected{Hidden: p.Hidden, ReadOnly: p.ReadOnly})
+}
+
+// Confinement names what confines the processes started for the snapshot,
+// as /healthz and /metrics say it: "landlock (ABI 7)", or "off".
+func (s *Snapshot) Confinement() string {
+	if s.Sandbox == nil {
+		return "off"
+	}
+	return s.Sandbox.Support().String()
 }
 
 // AuditPath is the audit log the snapshot's calls and changes are written

@@ -171,7 +171,7 @@ func (u *Upstreams) reconcile(ctx context.Context) []string {
 
 func (u *Upstreams) start(ctx context.Context, name string, spec upstreamSpec) {
 	u.gen++
-	b := &bridge{name: name, gen: u.gen, spec: spec, getenv: u.getenv, reaper: u.reaper, timing: u.timing,
+	b := &bridge{name: name, gen: u.gen, spec: spec, getenv: u.getenv, reaper: u.reaper, snapshots: u.snapshots, timing: u.timing,
 		version: u.version, log: u.log.With("server", name), publish: u.publish, first: u.first,
 		calls: make(chan messages.UpstreamCall), gone: make(chan struct{}),
 		progress: map[string]chan<- messages.UpstreamProgress{}}

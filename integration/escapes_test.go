@@ -79,7 +79,7 @@ func TestPsqlHelpFlagCannotTakeTheHost(t *testing.T) {
 	if err := os.WriteFile(env, []byte("PGPASSWORD=s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	connections := filepath.Join(dir, "connections.log")
+	connections := filepath.Join(scratch(t, dir), "connections.log")
 	s := startServerIn(t, dir, serverConfig(t, dir, `  psql:
     binary: `+fakepsql+`
     env_files: [`+env+`]
@@ -379,7 +379,7 @@ func TestSetsidGrandchildDoesNotOutliveItsCall(t *testing.T) {
       - subcommand: [setsid]
 `))
 	c := s.Connect(t, "/mcp")
-	pidFile := filepath.Join(dir, "grandchild.pid")
+	pidFile := filepath.Join(scratch(t, dir), "grandchild.pid")
 	res := c.Call(t, "fake_setsid", map[string]any{"args": []any{pidFile}})
 	if res.IsError {
 		t.Fatalf("call: %s", toolsettest.ResultText(t, res))

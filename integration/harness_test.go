@@ -209,7 +209,7 @@ func waitHealthy(t *testing.T, url string) {
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == 200 && string(body) == "ok" {
+			if resp.StatusCode == 200 && healthzOK(string(body)) {
 				return
 			}
 		}
@@ -503,4 +503,24 @@ func procState(pid int) (ppid int, state string) {
 	}
 	ppid, _ = strconv.Atoi(fields[1])
 	return ppid, fields[0]
+}
+
+// healthzOK reports whether a /healthz body says the server is up: "ok",
+// then the line saying which confinement is in force.
+func healthzOK(body string) bool {
+	first, rest, _ := strings.Cut(body, "\n")
+	return first == "ok" && strings.HasPrefix(rest, "confinement: ")
+}
+
+// scratch is dir/work, made if need be: where a fixture started by the
+// server writes what it records. The folder holding wraptool's own files
+// (dir itself, in these tests) takes no new entries from a confined
+// process, so the fixtures write in a folder of their own.
+func scratch(t *testing.T, dir string) string {
+	t.Helper()
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return work
 }

@@ -91,7 +91,7 @@ func schemaOf(t *testing.T, c *mcpClient, name string) (description string, prop
 func TestIntrospectionRunsOnlyHelpForms(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cobraLog, gitLog := filepath.Join(dir, "fj.argv"), filepath.Join(dir, "vc.argv")
+	cobraLog, gitLog := filepath.Join(scratch(t, dir), "fj.argv"), filepath.Join(scratch(t, dir), "vc.argv")
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fj:
     binary: `+helpcli+`
     env: {HELPCLI_LOG: `+cobraLog+`, HELPCLI_STYLE: cobra}

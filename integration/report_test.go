@@ -61,6 +61,7 @@ func TestBenchReport(t *testing.T) {
 		{"../policy/config", "^BenchmarkLoad500x10$", "config load + validate, 500 tools × 10 rules"},
 		{"../policy/config", "^BenchmarkYAMLFloor500x10$", "  of which yaml.v3 parsing alone (the floor)"},
 		{"../actors", "^BenchmarkCallPath$", "one call in one process (client + server)"},
+		{"../toolset/runner", "^BenchmarkStart$", "start /bin/true"},
 	} {
 		for _, res := range goBench(ctx, t, b.pkg, b.pattern) {
 			label := b.label
@@ -191,6 +192,40 @@ func TestBenchReport(t *testing.T) {
 	}
 	r50, r99 := percentiles(reloads)
 	r.linef("  p50 %7.1f ms   p99 %7.1f ms", ms(r50), ms(r99))
+
+	// Confinement: the same allowed call on the confined server and on one
+	// whose config turns confinement off, alternated call by call, with
+	// each server's CPU per call and its start-up time.
+	r.section(fmt.Sprintf("confinement (allowed /bin/echo, %d calls per server, alternated, one client)", reportCalls))
+	odir := t.TempDir()
+	ocfg := strings.Replace(serverConfig(t, odir, rule), "mcp:\n", "mcp:\n  confinement: off\n", 1)
+	start = time.Now()
+	off := startServerIn(t, odir, ocfg, "WRAPTOOL_LOG_LEVEL=info")
+	offStarted := time.Since(start)
+	ws := reportSession(ctx, t, off.URL+"/mcp", off.Token)
+	callOff := func(ctx context.Context) error { return callWraptool(ctx, ws) }
+	callOn := func(ctx context.Context) error { return callWraptool(ctx, wt) }
+	var onLat, offLat []time.Duration
+	for i := range reportCalls + 20 {
+		on, o := timed(t, ctx, callOn), timed(t, ctx, callOff)
+		if i >= 20 {
+			onLat, offLat = append(onLat, on), append(offLat, o)
+		}
+	}
+	// CPU from /proc counts in 10 ms ticks: read around a run of calls.
+	cpuPerCall := func(pid int, call func(context.Context) error) float64 {
+		c0 := cpuOf(t, pid)
+		for range reportCPUCalls {
+			must(t, call(ctx))
+		}
+		return float64(cpuOf(t, pid)-c0) / float64(reportCPUCalls)
+	}
+	onCPU, offCPU := cpuPerCall(s.PID(), callOn), cpuPerCall(off.PID(), callOff)
+	on50, on99 := percentiles(onLat)
+	off50, off99 := percentiles(offLat)
+	r.linef("  %-24s p50 %8.3f ms   p99 %8.3f ms   server CPU %9s/call   start %6.0f ms", "confined (landlock)", ms(on50), ms(on99), fmtNs(onCPU), ms(started))
+	r.linef("  %-24s p50 %8.3f ms   p99 %8.3f ms   server CPU %9s/call   start %6.0f ms", "confinement off", ms(off50), ms(off99), fmtNs(offCPU), ms(offStarted))
+	r.linef("  confined/off p50 %.2fx p99 %.2fx, server CPU %.2fx, start %.2fx", ratio(on50, off50), ratio(on99, off99), onCPU/offCPU, ratio(started, offStarted))
 
 	// Upstream bridge and connect, against the same stdio upstream.
 	r.section(fmt.Sprintf("upstream bridge and connect (fakeupstream's echo tool; %d calls, one client, %d warm-up)", upstreamCallsOne, upstreamWarmup))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/toolset/runner"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -233,7 +234,7 @@ func TestServeAuth(t *testing.T) {
 		{name: "/sse without a token is 401", req: rawRequest{method: "GET", path: "/sse"}, wantStatus: 401},
 		{name: "/sse with a wrong token is 401", req: rawRequest{method: "GET", path: "/sse", token: wrong}, wantStatus: 401},
 		{name: "/sse with the token is served", req: rawRequest{method: "GET", path: "/sse", token: "$TOKEN"}, wantStatus: 200},
-		{name: "/healthz answers ok without a token", req: rawRequest{method: "GET", path: "/healthz"}, wantStatus: 200, wantBody: "ok"},
+		{name: "/healthz answers ok without a token", req: rawRequest{method: "GET", path: "/healthz"}, wantStatus: 200, wantBody: "ok\nconfinement: " + runner.Probe(nil).String() + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ import (
 // folder.
 func serversConfig(t *testing.T, dir, servers string) string {
 	t.Helper()
+	scratch(t, dir) // the upstreams' marks files
 	return serverConfig(t, dir, "") + "mcp_servers:\n" + expandUpstream(dir, servers)
 }
 
@@ -167,7 +168,7 @@ func TestUpstreamFilterPrefixAndPassThrough(t *testing.T) {
 	dir := t.TempDir()
 	cfg := serversConfig(t, dir, `  fake:
     command: $UPSTREAM
-    args: [-marks, $DIR/marks]
+    args: [-marks, $DIR/work/marks]
     allow: [{tool: echo}, {tool: add}, {tool: args}, {tool: fail}, {tool: secret}, {tool: bad.name}, {tool: nosuch}]
     deny: [{tool: secret}, {tool: hidden}]
   other:
@@ -272,7 +273,7 @@ func TestUpstreamFilterPrefixAndPassThrough(t *testing.T) {
 				t.Errorf("%s: %v, want unknown tool", name, err)
 			}
 		}
-		if m := marks(t, filepath.Join(dir, "marks")); strings.Contains(m, "secret called") || strings.Contains(m, "hidden called") {
+		if m := marks(t, filepath.Join(dir, "work", "marks")); strings.Contains(m, "secret called") || strings.Contains(m, "hidden called") {
 			t.Errorf("a hidden tool ran upstream:\n%s", m)
 		}
 	})
@@ -294,10 +295,10 @@ func asJSON(t *testing.T, v any) string {
 func TestUpstreamTimeoutCancellationAndProgress(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	marksFile := filepath.Join(dir, "marks")
+	marksFile := filepath.Join(dir, "work", "marks")
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
     command: $UPSTREAM
-    args: [-marks, $DIR/marks]
+    args: [-marks, $DIR/work/marks]
     timeout: 1s
     allow: [{tool: slow}, {tool: echo}]
 `))
@@ -395,10 +396,10 @@ func (s *server) connectWith(t *testing.T, client *mcp.Client, endpoint string) 
 func TestUpstreamCrashAndRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	marksFile := filepath.Join(dir, "marks")
+	marksFile := filepath.Join(dir, "work", "marks")
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
     command: $UPSTREAM
-    args: [-marks, $DIR/marks]
+    args: [-marks, $DIR/work/marks]
     allow: [{tool: crash}, {tool: echo}]
 `))
 	c := s.Connect(t, "/mcp")
@@ -486,7 +487,7 @@ func TestUpstreamReload(t *testing.T) {
 `
 	b := `  bee:
     command: $UPSTREAM
-    args: [-marks, $DIR/b]
+    args: [-marks, $DIR/work/b]
     name_prefix: b
     allow: [{tool: echo}]
 `
@@ -514,7 +515,7 @@ func TestUpstreamReload(t *testing.T) {
 	if p := pidOf("fake_env"); p != pid {
 		t.Errorf("adding a server restarted another (pid %d → %d)", pid, p)
 	}
-	beePid := pids(waitMarks(t, filepath.Join(dir, "b"), "start pid=", 1), "start")[0]
+	beePid := pids(waitMarks(t, filepath.Join(dir, "work", "b"), "start pid=", 1), "start")[0]
 
 	// A filter change: applied live, no restart.
 	rewriteServers(t, s, strings.Replace(a, "{tool: env}", "{tool: env}, {tool: add}", 1)+b)
@@ -693,10 +694,10 @@ func TestUpstreamStartFailures(t *testing.T) {
 func TestUpstreamShutdownStopsProcessGroups(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	marksFile := filepath.Join(dir, "marks")
+	marksFile := filepath.Join(dir, "work", "marks")
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
     command: $UPSTREAM
-    args: [-marks, $DIR/marks, -child]
+    args: [-marks, $DIR/work/marks, -child]
     allow: [{tool: echo}]
 `))
 	m := waitMarks(t, marksFile, "child pid=", 1)
@@ -768,7 +769,7 @@ func TestUpstreamCannotReachTheClient(t *testing.T) {
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
     command: $UPSTREAM
-    args: [-marks, $DIR/marks]
+    args: [-marks, $DIR/work/marks]
     allow: [{tool: reach}]
 `))
 	client, asked := eagerClient()
@@ -785,7 +786,7 @@ func TestUpstreamCannotReachTheClient(t *testing.T) {
 	if res.NeedsInput() || res.InputRequests != nil {
 		t.Errorf("the upstream's input requests reached the client: %+v", res.InputRequests)
 	}
-	if m := marks(t, filepath.Join(dir, "marks")); strings.Contains(m, "reach answered") {
+	if m := marks(t, filepath.Join(dir, "work", "marks")); strings.Contains(m, "reach answered") {
 		t.Errorf("the upstream got answers:\n%s", m)
 	}
 	if len(asked) > 0 {

@@ -84,11 +84,17 @@ type Tool struct {
 	// rule's parent. The root help is always learned; duplicates and paths
 	// holding a token outside [A-Za-z0-9][A-Za-z0-9_-]* are skipped.
 	Subcommands [][]string
+	// Sandbox confines every help run, so a tool's --help can reach none of
+	// wraptool's own files (this cache included); nil means none.
+	Sandbox *runner.Sandbox
 
 	// runs, when set, counts the help runs started for one subcommand, so
 	// Explore can charge them to its budget; Learn leaves it nil.
 	runs *int
 }
+
+// CacheOnly reports whether the introspector runs nothing (Options.CacheOnly).
+func (in *Introspector) CacheOnly() bool { return in.o.CacheOnly }
 
 // Introspector learns helps and keeps what it learned between calls: the
 // successes (also on disk) and the failures (in memory only), so that a
@@ -384,5 +390,6 @@ func (in *Introspector) run(ctx context.Context, t Tool, argv []string) (runner.
 		Timeout:   in.o.Timeout,
 		OutputCap: in.o.OutputCap,
 		Reaper:    in.o.Reaper,
+		Sandbox:   t.Sandbox,
 	}), nil
 }

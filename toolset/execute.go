@@ -35,6 +35,9 @@ type Runtime struct {
 	// (besides the child's HOME in Env when that differs); "" means the
 	// child's alone.
 	Home string
+	// Sandbox confines the child and all it starts, so no path, link or
+	// race reaches wraptool's own files; nil means none (confinement off).
+	Sandbox *runner.Sandbox
 
 	// slots and reaper are the State's, set by the handler (see
 	// State.runtime); a Runtime built by hand runs without either.
@@ -71,7 +74,7 @@ func Execute(ctx context.Context, d policy.Decision, rt Runtime) (runner.Result,
 	if reason := protectedReason(d, rt, dir, real); reason != "" {
 		return runner.Result{ExitCode: -1}, d.Refuse(policy.KindProtected, reason)
 	}
-	c := runner.Command{Argv: d.Argv, DirFile: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap, Reaper: rt.reaper}
+	c := runner.Command{Argv: d.Argv, DirFile: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap, Reaper: rt.reaper, Sandbox: rt.Sandbox}
 	var admit func() error
 	if rt.admit != nil {
 		admit = func() error { return rt.admit(dir) }

@@ -72,9 +72,13 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) erro
 		return err
 	}
 
+	sandbox, err := a.helpRunSandbox(ctx, path, binary)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	tree := a.newIntrospector(nil, false).Explore(ctx, introspect.Tool{
-		Name: name, Binary: binary, Env: runner.Environ(binary, a.getenv, nil, nil),
+		Name: name, Binary: binary, Env: runner.Environ(binary, a.getenv, nil, nil), Sandbox: sandbox,
 	}, catalogDepth, catalogMaxRuns)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("config add: reading %s's help: %w; nothing was written", name, err)
@@ -197,4 +201,26 @@ func owner(path string) string {
 		return u.Username
 	}
 	return "uid " + uid
+}
+
+// helpRunSandbox confines config add's help runs as the server would
+// confine them: the config's protected set, and the new binary kept from
+// being rewritten like every configured one. A config that requires
+// confinement on a kernel that cannot give it runs nothing.
+func (a *app) helpRunSandbox(ctx context.Context, path, binary string) (*runner.Sandbox, error) {
+	l, err := a.loadConfig(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	c := l.Config
+	if c.MCP.Confinement == config.ConfinementOff {
+		fmt.Fprintf(a.stderr, "warning: %s (mcp.confinement: off in %s)\n", confinementOffWarning, path)
+		return nil, nil
+	}
+	sup := a.confinerFor().Support()
+	if !sup.OK() {
+		return nil, fmt.Errorf("config add: %w; nothing was written", confinementRefusal(sup, path))
+	}
+	p := c.Protected(a.self(), a.configOptions())
+	return runner.NewSandbox(runner.Protected{Hidden: p.Hidden, ReadOnly: append(p.ReadOnly, binary)}, sup), nil
 }

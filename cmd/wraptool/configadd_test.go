@@ -73,6 +73,12 @@ func installTool(t *testing.T, dir, name string, texts map[string]string) string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tool logs its runs beside itself; its help runs are confined,
+	// and the folder of a write-protected binary takes no new entries,
+	// so the log is there before they start.
+	if err := os.WriteFile(path+".log", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return path
 }
 

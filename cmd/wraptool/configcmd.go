@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/peterbourgon/ff/v4"
+
+	"github.com/wraptool/wraptool/policy/config"
 )
 
 func (a *app) configCommand() *ff.Command {
@@ -78,6 +80,17 @@ func (a *app) validate(ctx context.Context, args []string) error {
 		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 	}
 	c := l.Config
+	// Whether this kernel can confine what the config would start: a
+	// config that requires it where it cannot be had would not serve.
+	sup := a.confinerFor().Support()
+	switch {
+	case c.MCP.Confinement == config.ConfinementOff:
+		fmt.Fprintf(a.stderr, "warning: %s (mcp.confinement: off)\n", confinementOffWarning)
+	case !sup.OK():
+		return confinementRefusal(sup, path)
+	default:
+		fmt.Fprintf(a.stderr, "confinement: required; this kernel confines with %s\n", sup)
+	}
 	_, err = fmt.Fprintf(a.stdout, "ok: %s (%d tools, %d allow rules, %d mcp_servers)\n",
 		path, len(c.Tools), c.AllowRulesWritten, len(c.MCPServers))
 	return err

@@ -34,11 +34,17 @@ func (a *app) newIntrospector(reaper *runner.Reaper, cacheOnly bool) *introspect
 func (a *app) introspection(in *introspect.Introspector) config.Introspect {
 	return func(ctx context.Context, c *config.Config, forced bool) (policy.Helps, error) {
 		var tools []introspect.Tool
+		// A cache-only introspector runs nothing, so it needs no sandbox.
+		var sandbox *runner.Sandbox
+		if !in.CacheOnly() {
+			sandbox = a.sandboxFor(c)
+		}
 		for _, name := range sortedTools(c) {
 			t := c.Tools[name]
 			tool := introspect.Tool{
 				Name: name, Binary: t.Binary, CacheTTL: t.Introspection.CacheTTL,
-				Env: runner.Environ(t.Binary, a.getenv, t.FileEnv, t.Env),
+				Env:     runner.Environ(t.Binary, a.getenv, t.FileEnv, t.Env),
+				Sandbox: sandbox,
 			}
 			data, err := c.ReadOverrides(name)
 			if err != nil {

@@ -11,12 +11,22 @@ import (
 	"os"
 
 	"github.com/peterbourgon/ff/v4"
+
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 func main() {
+	// Before anything else: no other process of this user, a tool
+	// wraptool starts included, may read this one's memory, environment
+	// or open files (ssh-agent does the same). A failure is reported by
+	// serve, which alone holds credentials for long.
+	dumpErr := runner.NotDumpable()
+	if dumpErr == nil {
+		dumpErr = runner.ScrubEnviron()
+	}
 	// serve installs its own signal handling (SIGHUP reloads, SIGINT and
 	// SIGTERM stop gracefully); other commands keep the default.
-	err := execProcess(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	err := execProcess(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr, dumpErr)
 	os.Exit(exitCode(err, os.Stderr))
 }
 

@@ -155,3 +155,9 @@ func (m *metricSource) AuditLost() uint64 {
 	}
 	return m.auditLost()
 }
+
+// Confinement is what confines the processes the snapshot in service
+// starts.
+func (m *metricSource) Confinement() string {
+	return m.holder.Current().Confinement()
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // app holds what every command shares: stdio, the environment, the global
@@ -41,6 +42,13 @@ type app struct {
 	// child subreaper, whose sweeps kill children no call owns (in a test
 	// binary they would be other tests' children).
 	ownsProcess bool
+	// dumpErr is why the process could not be made non-dumpable, for
+	// serve to log; nil when it was (or in tests).
+	dumpErr error
+
+	// confiner hands out the sandboxes every started process runs in,
+	// made on first use (confinerFor).
+	confiner *runner.Confiner
 }
 
 // exec runs the wraptool command line args. It is main without the process:
@@ -53,10 +61,13 @@ func exec(ctx context.Context, args []string, getenv func(string) string, stdin 
 
 // execProcess is exec for main: the app owns the process, so serve also
 // reaps what calls leave behind: every process a call started is gone when it ends.
-func execProcess(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+// dumpErr is why main could not make the process non-dumpable (nil when
+// it did); serve logs it.
+func execProcess(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, dumpErr error) error {
 	a := newApp(getenv, stdout, stderr)
 	a.stdin = stdin
 	a.ownsProcess = true
+	a.dumpErr = dumpErr
 	return a.exec(ctx, args)
 }
 

@@ -88,12 +88,19 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 		log.Warn("config warning", "where", w.String())
 	}
 	warnAtStart(log, l)
+	confinementWarning, err := checkConfinement(log, l.Config, a.confinerFor().Support(), path)
+	if err != nil {
+		return err
+	}
 
 	// Install signals and wire: signal handling is in place before the
 	// listener binds, so before /healthz first answers.
 	s := a.wire(path, l, reaper, introspection)
 	defer s.signals.Stop()
 	stopLoad()
+	if a.dumpErr != nil {
+		log.Warn("cannot make wraptool's process non-dumpable; another process of this user could read its memory", "error", a.dumpErr)
+	}
 	if a.ownsProcess {
 		if err := runner.BecomeSubreaper(); err != nil {
 			log.Warn("cannot become a child subreaper; processes that leave a call's process group are not reaped", "error", err)
@@ -112,7 +119,7 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 
 	// Print.
 	c := l.Config
-	setup := clientSetup{URL: s.hub.URL(), Token: l.MCPToken, ConfigPath: path}
+	setup := clientSetup{URL: s.hub.URL(), Token: l.MCPToken, ConfigPath: path, Warning: confinementWarning}
 	if c.MCP.Transport == "unix" {
 		setup.Socket = c.MCP.Listen
 	}
@@ -165,12 +172,17 @@ type clientSetup struct {
 	// ConfigPath is the served config, absolute: a stdio client's entry
 	// runs `wraptool --config <it> connect`.
 	ConfigPath string
+	// Warning is printed last: confinement is off.
+	Warning string
 }
 
 // printClientSetup prints ready-to-paste client configuration for the
 // running server.
 func (a *app) printClientSetup(setup clientSetup) error {
 	w := a.stdout
+	if setup.Warning != "" {
+		defer fmt.Fprintf(w, "\nWARNING: %s\n", setup.Warning)
+	}
 	url, socket, token := setup.URL, setup.Socket, setup.Token
 	if setup.AdminURL != "" {
 		defer fmt.Fprintf(w, "Review the assistant's requests at %s\n"+

@@ -282,7 +282,13 @@ func TestServe(t *testing.T) {
 
 	// A stop with a call in flight: the call finishes within the grace and
 	// gets its result, then serve returns cleanly.
-	mark, release := filepath.Join(p.dir, "started"), filepath.Join(p.dir, "release")
+	// In a folder of its own: a tool cannot create entries beside the
+	// config, whose folder lies above a protected file.
+	work := filepath.Join(p.dir, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mark, release := filepath.Join(work, "started"), filepath.Join(work, "release")
 	result := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), bound)

@@ -81,7 +81,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	// request-log writer, built below), and the audit writer.
 	shared := actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper,
 		Denials: toolset.NewDenials(), UseGrant: func(ctx context.Context, id string) error { return s.requests.UseGrant(ctx, id) },
-		Audit: s.audit}
+		Audit: s.audit, Confiner: a.confinerFor(), Self: a.self(), Paths: a.configOptions()}
 
 	s.grants = actors.NewGrants(actors.GrantsOptions{LogChanged: logChanged, Out: grantsChanged, Log: log})
 	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{

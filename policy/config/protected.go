@@ -14,6 +14,10 @@ import (
 // rotates to that many, and Protected lists each of them.
 const AuditKeep = 5
 
+// ConfinementOffWarning is what serve logs at every start and reload of a
+// config that turns confinement off (and up prints).
+const ConfinementOffWarning = "confinement is off: the processes wraptool starts can read its tokens and rewrite its config and logs"
+
 // Protected is what the kernel keeps every process wraptool starts away from.
 type Protected struct {
 	// Hidden are absolute paths no started process may read, write, create,
@@ -36,7 +40,7 @@ type Protected struct {
 // folder that exists and holds at least one of them and nothing else (read
 // at the call). ReadOnly holds self, every tool's binary, every
 // mcp_servers command found in the PATH its process gets and each of its
-// arguments that names an existing regular file (a script), and the
+// arguments that names an existing script (isScript), and the
 // mcp.on_request command found the same way.
 //
 // Every path is absolute and cleaned, and where resolving its symlinks
@@ -147,7 +151,7 @@ func (c *Config) protectedItems(self string, o *Options) (hidden, readOnly []pro
 			programs = append(programs, cmd)
 		}
 		for _, a := range s.Args {
-			if script, ok := existingFile(a, s.WorkingDir); ok {
+			if script, ok := existingFile(a, s.WorkingDir); ok && isScript(script) {
 				programs = append(programs, script)
 			}
 		}
@@ -279,6 +283,21 @@ func lookCommand(cmd, dir string, o *Options, fileEnv, env map[string]string) (s
 // existingFile is arg as the absolute path of an existing regular file,
 // a relative one taken from dir (the process's working directory; "" is
 // the server's own), or false when arg names none.
+// isScript reports whether the regular file at path is a program an
+// interpreter runs: executable, or named as a script (.py, .js, …). Other
+// files an upstream is given (a database, a data folder's file) stay
+// writable: it may have to write them.
+func isScript(path string) bool {
+	if info, err := os.Stat(path); err == nil && info.Mode()&0o111 != 0 {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".py", ".pyc", ".js", ".mjs", ".cjs", ".ts", ".mts", ".sh", ".bash", ".rb", ".pl", ".lua", ".php", ".jar", ".exs", ".r":
+		return true
+	}
+	return false
+}
+
 func existingFile(arg, dir string) (string, bool) {
 	if arg == "" || strings.HasPrefix(arg, "-") {
 		return "", false

@@ -162,7 +162,7 @@ mcp_servers:
 		{
 			name: "programs a started process must not replace are read-only",
 			files: []string{"self/wraptool*", "bin/tool*", "opt/real-tool*", "path/srv*", "path/notify*", "path2/srv*",
-				"srv/server.js", "srv/run.sh*", "srv/lib/", "scripts/abs.py"},
+				"srv/server.js", "srv/run.sh*", "srv/lib/", "scripts/abs.py", "srv/data.db", "srv/marks"},
 			links:  map[string]string{"self/wt": "$T/self/wraptool", "bin/linked": "$T/opt/real-tool", "path/npx": "$T/opt/real-tool"},
 			config: "etc/config.yaml",
 			self:   "self/wt",
@@ -175,7 +175,7 @@ tools:
 mcp_servers:
   node:
     command: srv
-    args: [-y, server.js, lib, "@scope/pkg", $T/scripts/abs.py, missing.js]
+    args: [-y, server.js, lib, "@scope/pkg", $T/scripts/abs.py, missing.js, data.db, marks]
     working_dir: $T/srv
   npx:
     command: npx
@@ -190,7 +190,7 @@ mcp_servers:
 `,
 			readOnly: []string{"self/wt", "self/wraptool", "bin/tool", "bin/linked", "opt/real-tool", "path/srv", "path/npx",
 				"path2/srv", "srv/server.js", "scripts/abs.py", "path/notify", "srv/run.sh"},
-			notReadOnly: []string{"srv/lib", "srv/missing.js", "srv/-y", "srv/@scope/pkg", "not-in-path", "path/not-in-path", "relative/srv"},
+			notReadOnly: []string{"srv/data.db", "srv/marks", "srv/lib", "srv/missing.js", "srv/-y", "srv/@scope/pkg", "not-in-path", "path/not-in-path", "relative/srv"},
 		},
 		{
 			name:     "a hook named by its path is read-only",

@@ -12,33 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"unsafe"
 )
-
-// prctl options (linux/prctl.h).
-const (
-	prSetChildSubreaper = 36
-	prGetChildSubreaper = 37
-)
-
-// BecomeSubreaper marks wraptool as a child subreaper: an orphaned
-// descendant (a daemon a wrapped tool left behind with setsid, out of reach
-// of the process-group kill) is re-parented to wraptool instead of init, so
-// a Reaper can kill and reap it. main calls it once, before starting
-// anything; tests must not (see Reaper).
-func BecomeSubreaper() error {
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		return os.NewSyscallError("prctl PR_SET_CHILD_SUBREAPER", errno)
-	}
-	return nil
-}
-
-// isSubreaper reports whether this process is a child subreaper.
-func isSubreaper() bool {
-	var v int32
-	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prGetChildSubreaper, uintptr(unsafe.Pointer(&v)), 0)
-	return errno == 0 && v != 0
-}
 
 // Reaper ends the processes that outlive their calls. Every child wraptool
 // starts through Start is tracked while it runs; a sweep lists wraptool's
@@ -113,17 +87,19 @@ func (r *Reaper) Sweep() {
 	}
 }
 
-// Start starts cmd and tracks its process until done is called; call done
-// only after cmd.Wait has returned (the process is reaped), never before. On
-// a nil Reaper it only starts cmd. done is never nil and may be called more
-// than once.
-func (r *Reaper) Start(cmd *exec.Cmd) (done func(), err error) {
+// Start starts cmd confined by sb (nil confines nothing) and tracks its
+// process until done is called; call done only after cmd.Wait has returned
+// (the process is reaped), never before. On a nil Reaper it only starts
+// cmd. done is never nil and may be called more than once. When sb cannot
+// confine the process, nothing starts and the error says why
+// (ErrNoConfinement).
+func (r *Reaper) Start(cmd *exec.Cmd, sb *Sandbox) (done func(), err error) {
 	if r == nil {
-		return func() {}, cmd.Start()
+		return func() {}, sb.start(cmd)
 	}
 	r.forks.RLock()
 	defer r.forks.RUnlock()
-	if err := cmd.Start(); err != nil {
+	if err := sb.start(cmd); err != nil {
 		return func() {}, err
 	}
 	pid := cmd.Process.Pid

@@ -50,6 +50,9 @@ type Command struct {
 	// Reaper tracks the child while it runs, so a sweep never takes it for
 	// a stray; nil means no tracking.
 	Reaper *Reaper
+	// Sandbox confines the child and all it starts; nil means none (a
+	// server whose confinement is off, and tests).
+	Sandbox *Sandbox
 }
 
 // Result is what a run produced.
@@ -121,14 +124,17 @@ func Run(ctx context.Context, c Command) Result {
 	cmd.WaitDelay = waitDelay
 
 	start := time.Now()
-	done, err := c.Reaper.Start(cmd)
+	done, err := c.Reaper.Start(cmd, c.Sandbox)
 	if c.DirFile != nil {
 		c.DirFile.Close() // the child holds its cwd now
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(err, ErrNoConfinement):
+			// Already says what could not be done.
+		case ctx.Err() != nil:
 			err = fmt.Errorf("cancelled: %w", ctx.Err())
-		} else {
+		default:
 			err = fmt.Errorf("failed to start: %w", err)
 		}
 		return Result{ExitCode: -1, Duration: time.Since(start), Err: err}

@@ -39,6 +39,9 @@ type Source interface {
 	// AuditLost is how many audit lines could not be written (the disk
 	// failed them after every retry).
 	AuditLost() uint64
+	// Confinement names what confines the processes wraptool starts:
+	// "landlock (ABI 7)", or "off".
+	Confinement() string
 }
 
 // Metrics holds wraptool's collectors in a registry of its own (never the
@@ -131,11 +134,12 @@ var (
 	sessionsDesc = prometheus.NewDesc("wraptool_sessions", "Connected MCP sessions.", nil, nil)
 	upstreamDesc = prometheus.NewDesc("wraptool_upstream_up", "1 when the upstream MCP server is running and initialized, by server and state.", []string{"server", "state"}, nil)
 	auditDesc    = prometheus.NewDesc("wraptool_audit_queue_waits_total", "Calls that waited for room in the audit writer's queue (a full queue delays, never drops).", nil, nil)
+	confineDesc  = prometheus.NewDesc("wraptool_confinement", "1, labelled with what confines the processes wraptool starts (\"landlock (ABI 7)\", or \"off\").", []string{"mode"}, nil)
 	lostDesc     = prometheus.NewDesc("wraptool_audit_lines_lost_total", "Audit lines that could not be written after every retry.", nil, nil)
 )
 
 func (s *state) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pendingDesc, grantsDesc, sessionsDesc, upstreamDesc, auditDesc, lostDesc} {
+	for _, d := range []*prometheus.Desc{pendingDesc, grantsDesc, sessionsDesc, upstreamDesc, auditDesc, lostDesc, confineDesc} {
 		ch <- d
 	}
 }
@@ -155,4 +159,5 @@ func (s *state) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(auditDesc, prometheus.CounterValue, float64(s.src.AuditWaits()))
 	ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, float64(s.src.AuditLost()))
+	ch <- prometheus.MustNewConstMetric(confineDesc, prometheus.GaugeValue, 1, s.src.Confinement())
 }

@@ -16,8 +16,9 @@ func (fakeSource) Sessions() int        { return 5 }
 func (fakeSource) Upstreams() map[string]string {
 	return map[string]string{"fs": "running", "db": "backoff"}
 }
-func (fakeSource) AuditWaits() uint64 { return 7 }
-func (fakeSource) AuditLost() uint64  { return 0 }
+func (fakeSource) AuditWaits() uint64  { return 7 }
+func (fakeSource) AuditLost() uint64   { return 0 }
+func (fakeSource) Confinement() string { return "landlock (ABI 7)" }
 
 // A scrape shows what was pushed and what the Source says, under the
 // wraptool_ names, in the Prometheus text format.
@@ -49,6 +50,7 @@ func TestScrape(t *testing.T) {
 		`wraptool_upstream_up{server="db",state="backoff"} 0`,
 		`wraptool_audit_queue_waits_total 7`,
 		`wraptool_audit_lines_lost_total 0`,
+		`wraptool_confinement{mode="landlock (ABI 7)"} 1`,
 		`go_goroutines `,
 	} {
 		if !strings.Contains(text, want) {

@@ -1,0 +1,452 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Protected is what a Sandbox keeps every process it starts away from.
+type Protected struct {
+	// Hidden are absolute paths (files or whole folders) a confined
+	// process can neither read, write, create, remove, rename, link,
+	// truncate nor execute, by any path.
+	Hidden []string
+	// ReadOnly are absolute paths of executables a confined process may
+	// read and execute but never write, truncate, rename or remove.
+	ReadOnly []string
+}
+
+// Support is what this machine offers for confinement, as Probe finds it.
+type Support struct {
+	// Mechanism names the kernel feature used ("landlock"); "" when none.
+	Mechanism string
+	// ABI is the mechanism's version in use (Landlock's ABI); 0 when none.
+	ABI int
+	// Err says why nothing can be confined; nil when Mechanism is usable.
+	Err error
+}
+
+// OK reports whether processes can be confined.
+func (s Support) OK() bool { return s.Err == nil && s.Mechanism != "" }
+
+// String is how /healthz, logs and `config validate` name it:
+// "landlock (ABI 7)", or the reason nothing can be confined.
+func (s Support) String() string {
+	if !s.OK() {
+		if s.Err != nil {
+			return "unavailable: " + s.Err.Error()
+		}
+		return "unavailable"
+	}
+	return s.Mechanism + " (ABI " + strconv.Itoa(s.ABI) + ")"
+}
+
+// ErrNoConfinement wraps every reason this machine cannot confine a
+// process; callers test for it with errors.Is.
+var ErrNoConfinement = errors.New("cannot confine the processes wraptool starts")
+
+// TestNoLandlockEnv names the variable that makes Probe report a kernel
+// without Landlock, so the refusal and the opt-out can be tested on a
+// kernel that has it. It can only take confinement away, which a
+// configuration that requires it turns into a refusal to start: it never
+// weakens a running server.
+const TestNoLandlockEnv = "WRAPTOOL_TEST_NO_LANDLOCK"
+
+// A Sandbox confines every process started through it (Command.Sandbox,
+// Reaper.Start): the kernel, not a path check in wraptool's process, keeps
+// the process and all it starts away from the Protected set, whatever
+// path, link or race it uses. A nil *Sandbox confines nothing.
+//
+// The kernel's rules are built once and kept while they hold: before each
+// start one stat of every protected path and of every folder above one
+// shows whether anything they were built from changed (a new entry in
+// such a folder, a protected file replaced), and then they are built
+// anew. A Sandbox is safe for concurrent use.
+type Sandbox struct {
+	protected Protected
+	support   Support
+
+	// build is held while rules are built, so a burst of starts after a
+	// change builds them once, not once per start.
+	build sync.Mutex
+	mu    sync.Mutex
+	cur   *ruleset // nil until the first start, or after a change
+}
+
+// NewSandbox returns a Sandbox keeping started processes away from p,
+// using what sup says the machine offers. When sup is not OK every start
+// fails with its reason: a process that cannot be confined is not started.
+func NewSandbox(p Protected, sup Support) *Sandbox {
+	clean := func(paths []string) []string {
+		var out []string
+		for _, path := range paths {
+			if filepath.IsAbs(path) {
+				out = append(out, filepath.Clean(path))
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return &Sandbox{protected: Protected{Hidden: clean(p.Hidden), ReadOnly: clean(p.ReadOnly)}, support: sup}
+}
+
+// Protected is the set the Sandbox keeps processes away from, cleaned.
+func (s *Sandbox) Protected() Protected {
+	if s == nil {
+		return Protected{}
+	}
+	return Protected{Hidden: slices.Clone(s.protected.Hidden), ReadOnly: slices.Clone(s.protected.ReadOnly)}
+}
+
+// Support is what the Sandbox confines with.
+func (s *Sandbox) Support() Support {
+	if s == nil {
+		return Support{}
+	}
+	return s.support
+}
+
+// start starts cmd confined; on a nil Sandbox it only starts it.
+func (s *Sandbox) start(cmd *exec.Cmd) error {
+	if s == nil {
+		return cmd.Start()
+	}
+	if !s.support.OK() {
+		err := s.support.Err
+		if err == nil {
+			err = errors.New("no confinement mechanism on this platform")
+		}
+		return confineError(err)
+	}
+	rs, err := s.acquire()
+	if err != nil {
+		return confineError(err)
+	}
+	defer s.release(rs)
+	return rs.start(cmd)
+}
+
+// confineError words a failure to confine for the call's error.
+func confineError(err error) error {
+	if errors.Is(err, ErrNoConfinement) {
+		return err
+	}
+	return &confineErr{err}
+}
+
+type confineErr struct{ err error }
+
+func (e *confineErr) Error() string { return ErrNoConfinement.Error() + ": " + e.err.Error() }
+func (e *confineErr) Unwrap() []error {
+	return []error{ErrNoConfinement, e.err}
+}
+
+// acquire returns the rules in force, built anew when what they were
+// built from changed; the caller releases them after the start.
+func (s *Sandbox) acquire() (*ruleset, error) {
+	s.mu.Lock()
+	cur := s.cur
+	if cur != nil {
+		cur.refs++
+	}
+	s.mu.Unlock()
+	if cur != nil {
+		if cur.valid() {
+			return cur, nil
+		}
+		s.mu.Lock()
+		if s.cur == cur {
+			s.cur = nil
+			s.dropLocked(cur) // the Sandbox's reference
+		}
+		s.dropLocked(cur) // ours
+		s.mu.Unlock()
+	}
+	s.build.Lock()
+	defer s.build.Unlock()
+	// Another start may have built them while this one waited.
+	s.mu.Lock()
+	if cur := s.cur; cur != nil {
+		cur.refs++
+		s.mu.Unlock()
+		if cur.valid() {
+			return cur, nil
+		}
+		s.release(cur)
+	} else {
+		s.mu.Unlock()
+	}
+	rs, err := buildRuleset(newPlan(s.protected), s.support)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	rs.refs = 1
+	// Rules built while a folder they list was changing serve this start
+	// only: an entry added in the same clock tick would not show.
+	if rs.keep && s.cur == nil {
+		s.cur = rs
+		rs.refs++
+	}
+	s.mu.Unlock()
+	return rs, nil
+}
+
+func (s *Sandbox) release(rs *ruleset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropLocked(rs)
+}
+
+// dropLocked drops one reference; the last one closes the rules.
+func (s *Sandbox) dropLocked(rs *ruleset) {
+	if rs.refs--; rs.refs == 0 {
+		rs.close()
+	}
+}
+
+// Close releases the rules the Sandbox keeps. Starts still under way keep
+// theirs until they are done; a later start builds them anew.
+func (s *Sandbox) Close() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil {
+		s.dropLocked(s.cur)
+		s.cur = nil
+	}
+}
+
+// plan is which folders lie above a protected item and which paths are
+// items, every path in the forms the kernel walks: each given path with its
+// folder's symlinks resolved, and, when it exists, wholly resolved.
+type plan struct {
+	// above are the folders on the way to an item, "/" included, each
+	// outside every hidden item.
+	above map[string]bool
+	// hidden and readOnly are the items by path.
+	hidden, readOnly map[string]bool
+	// shadows are, by folder, the names of entries that may become a
+	// hidden item by a rename (see shadowed).
+	shadows map[string][]string
+	// watch are the paths whose identity, when it changes, means the rules
+	// must be built anew: the given paths as given, their forms, and the
+	// folders above, whose change times count too (timed).
+	watch []string
+	timed []bool
+}
+
+func newPlan(p Protected) *plan {
+	pl := &plan{above: map[string]bool{}, hidden: map[string]bool{}, readOnly: map[string]bool{}, shadows: map[string][]string{}}
+	watch := map[string]bool{}
+	add := func(path string, ro bool) {
+		watch[path] = true
+		for _, f := range forms(path) {
+			watch[f] = true
+			if ro {
+				pl.readOnly[f] = true
+			} else {
+				pl.hidden[f] = true
+			}
+		}
+	}
+	for _, path := range p.Hidden {
+		add(path, false)
+	}
+	for _, path := range p.ReadOnly {
+		if !dacGuards(path) {
+			add(path, true)
+		}
+	}
+	// A path hidden as well as read-only is hidden.
+	for path := range pl.hidden {
+		delete(pl.readOnly, path)
+	}
+	underHidden := func(path string) bool {
+		for h := range pl.hidden {
+			if path != h && within(path, h) {
+				return true
+			}
+		}
+		return false
+	}
+	items := make([]string, 0, len(pl.hidden)+len(pl.readOnly))
+	for path := range pl.hidden {
+		items = append(items, path)
+	}
+	for path := range pl.readOnly {
+		items = append(items, path)
+	}
+	for _, item := range items {
+		if underHidden(item) || item == "/" {
+			continue // a hidden folder covers it
+		}
+		for dir := filepath.Dir(item); ; dir = filepath.Dir(dir) {
+			pl.above[dir] = true
+			watch[dir] = true
+			if dir == "/" {
+				break
+			}
+		}
+	}
+	pl.above["/"] = true
+	watch["/"] = true
+	for h := range pl.hidden {
+		dir := filepath.Dir(h)
+		pl.shadows[dir] = append(pl.shadows[dir], filepath.Base(h))
+	}
+	for path := range watch {
+		pl.watch = append(pl.watch, path)
+	}
+	slices.Sort(pl.watch)
+	for _, path := range pl.watch {
+		pl.timed = append(pl.timed, pl.above[path])
+	}
+	return pl
+}
+
+// shadowed reports whether the entry name in a folder holding the hidden
+// files hidden may become one of them by a rename, or is a copy of one: an
+// atomic write's temporary file (wraptool's own are ".config.yaml.apply-…",
+// ".config.yaml.tmp-…", ".grants.key.…"), an editor's swap or backup file,
+// or the socket's temporary folder. Such an entry gets no rule: a rule
+// follows the file it was made for, and a temporary file renamed over the
+// config would carry it. The default folders, hidden whole, need none of
+// this.
+func shadowed(name string, hidden []string) bool {
+	if strings.HasPrefix(name, ".wraptool-") {
+		return true
+	}
+	for _, b := range hidden {
+		switch {
+		case strings.HasPrefix(name, "."+b+"."), strings.HasPrefix(name, b+"."), strings.HasPrefix(name, "#"+b),
+			name == b+"~", strings.HasPrefix(name, ".#"+b):
+			return true
+		}
+	}
+	return false
+}
+
+// dacGuards reports whether the file system's own permissions already keep
+// this user from writing, replacing or removing the executable at path:
+// this user is not root, and neither path nor any folder above it is
+// owned by this user or writable by group or others (a root-owned folder
+// with the sticky bit, as /tmp, counts as safe, its entries owned by
+// others). Then path needs no rule: a system binary such as /usr/bin/git
+// would otherwise turn /usr/bin, with its thousand entries, into a
+// folder listed entry by entry.
+func dacGuards(path string) bool {
+	uid := os.Geteuid()
+	if uid == 0 || !filepath.IsAbs(path) {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(path); err != nil || (real != path && !dacWalk(real, uid)) {
+		return false
+	}
+	return dacWalk(path, uid)
+}
+
+// dacWalk is dacGuards' check of path and every folder above it, as
+// named (a symlink's own mode bits mean nothing; its owner does).
+func dacWalk(path string, uid int) bool {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil || int(st.Uid) == uid {
+			return false
+		}
+		mode := uint32(st.Mode)
+		if mode&syscall.S_IFMT == syscall.S_IFLNK {
+			mode &^= 0o777
+		}
+		sticky := mode&syscall.S_IFMT == syscall.S_IFDIR && mode&syscall.S_ISVTX != 0 && st.Uid == 0
+		if mode&0o022 != 0 && !sticky {
+			return false
+		}
+		if p == "/" {
+			return true
+		}
+	}
+}
+
+// forms are the names the kernel may reach path by: its folder's symlinks
+// resolved (where the path itself does not exist yet), and, when it
+// exists, the path wholly resolved.
+func forms(path string) []string {
+	out := []string{locate(path)}
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != out[0] {
+		out = append(out, real)
+	}
+	return out
+}
+
+// locate cleans the absolute path p after resolving the symlinks of its
+// deepest existing folder; the rest, which cannot hold symlinks yet, is
+// joined to it. The last element itself is left unresolved.
+func locate(p string) string {
+	p = filepath.Clean(p)
+	if p == "/" {
+		return p
+	}
+	dir, rest := filepath.Dir(p), filepath.Base(p)
+	for {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if dir == "/" {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = filepath.Dir(dir)
+	}
+}
+
+// A Confiner hands out the Sandbox for a protected set, the same one while
+// the set stays the same, so the rules a Sandbox keeps outlive reloads and
+// grants that change nothing they were built from. One serves a server's
+// whole life; a nil *Confiner confines nothing. Safe for concurrent use.
+type Confiner struct {
+	support Support
+
+	mu   sync.Mutex
+	last *Sandbox
+}
+
+// NewConfiner returns a Confiner whose sandboxes confine with sup; when sup
+// is not OK, every start they are asked for fails with its reason.
+func NewConfiner(sup Support) *Confiner { return &Confiner{support: sup} }
+
+// Support is what the Confiner's sandboxes confine with.
+func (c *Confiner) Support() Support {
+	if c == nil {
+		return Support{}
+	}
+	return c.support
+}
+
+// For returns the Sandbox keeping started processes away from p.
+func (c *Confiner) For(p Protected) *Sandbox {
+	if c == nil {
+		return nil
+	}
+	sb := NewSandbox(p, c.support)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last != nil && slices.Equal(c.last.protected.Hidden, sb.protected.Hidden) &&
+		slices.Equal(c.last.protected.ReadOnly, sb.protected.ReadOnly) {
+		return c.last
+	}
+	if c.last != nil {
+		c.last.Close() // starts under way keep their rules until done
+	}
+	c.last = sb
+	return sb
+}
