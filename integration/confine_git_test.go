@@ -136,7 +136,9 @@ func TestConfinedGitCannotReachTheGate(t *testing.T) {
 		}
 	})
 
-	rewritten := cfg + "# rewritten by git log\n"
+	// Without the config's marker: the denial quotes the call's own
+	// --format, which must not count as the config leaking.
+	rewritten := strings.ReplaceAll(cfg, g.marker, "rewritten-marker") + "# rewritten by git log\n"
 	outputs := map[string]string{}
 	for _, tc := range []struct {
 		name, tool string

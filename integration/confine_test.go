@@ -768,7 +768,10 @@ func TestConfinedHelpHookAndUpstreamCannotReachTheGate(t *testing.T) {
 		{
 			name: "an upstream MCP server", mode: "upstream",
 			setup: func(g *gate) (string, string, string) {
-				return "", "", `  up:
+				// A quiet attacker tool as well, so the config names the
+				// env and overrides files the plan attacks: a file no
+				// config names is no file of wraptool's.
+				return "", g.attackerTool("quiet"), `  up:
     command: ` + g.toolBin + `
     env: {ATTACK_MODE: mcp, ATTACK_PLAN: "` + g.planPath + `"}
     allow: [{tool: noop}]
@@ -792,7 +795,7 @@ func TestConfinedHelpHookAndUpstreamCannotReachTheGate(t *testing.T) {
 			tc.trigger(t, s, c)
 			reps := waitReports(t, s, g.reportDir, tc.mode, tc.reports)
 			if tc.mode == "upstream" {
-				waitTools(t, s, c, []string{"up_noop"})
+				waitTools(t, s, c, []string{"attacker_run", "up_noop"})
 			}
 			for _, r := range reps {
 				g.checkAttacks(t, r, plan)

@@ -115,6 +115,7 @@ func TestSandboxKeepsEveryPathAwayFromTheProtectedSet(t *testing.T) {
 		{"rename over the tool binary", "echo x > f && mv -f f " + j.tool},
 		{"remove the tool binary", "rm -f " + j.tool + " && test ! -e " + j.tool},
 		{"read the parent's memory", "cat /proc/$PPID/mem"},
+		{"read the parent's environment", "cat /proc/$PPID/environ | grep -q ."},
 		{"read the parent's open files", "cat /proc/$PPID/fd/0"},
 		{"mount over the protected folder", "unshare -Urm sh -c 'mount -t tmpfs none " + cfgDir + "'"},
 	}
