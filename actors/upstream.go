@@ -51,10 +51,13 @@ type Upstreams struct {
 }
 
 type runningBridge struct {
-	b      *bridge
-	spec   upstreamSpec
-	cancel context.CancelFunc
-	done   chan struct{}
+	b    *bridge
+	spec upstreamSpec
+	// sandbox is the one in force when the bridge started; another in a
+	// later snapshot restarts the server in it.
+	sandbox *runner.Sandbox
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // UpstreamsOptions configure Upstreams.
@@ -133,16 +136,22 @@ func (u *Upstreams) readyWhenEmpty(pending map[string]bool) {
 // always precedes the new bridge's offer), then starts. It returns the
 // names it started.
 func (u *Upstreams) reconcile(ctx context.Context) []string {
-	want := u.snapshots.Current().Config.MCPServers
+	snap := u.snapshots.Current()
+	want := snap.Config.MCPServers
 	var stopping []string
 	for name, r := range u.running {
 		s, ok := want[name]
-		if ok && r.spec.equal(specOf(s)) {
+		// A server runs in the sandbox of the snapshot that started it:
+		// a new protected set, or confinement turned on, restarts it.
+		if ok && r.spec.equal(specOf(s)) && r.sandbox == snap.Sandbox {
 			continue
 		}
 		why := "removed from the config"
-		if ok {
+		switch {
+		case ok && !r.spec.equal(specOf(s)):
 			why = "its entry changed"
+		case ok:
+			why = "its confinement changed"
 		}
 		u.log.Info("stopping upstream server", "server", name, "because", why)
 		r.cancel()
@@ -176,7 +185,7 @@ func (u *Upstreams) start(ctx context.Context, name string, spec upstreamSpec) {
 		calls: make(chan messages.UpstreamCall), gone: make(chan struct{}),
 		progress: map[string]chan<- messages.UpstreamProgress{}}
 	bctx, cancel := context.WithCancel(ctx)
-	r := &runningBridge{b: b, spec: spec, cancel: cancel, done: make(chan struct{})}
+	r := &runningBridge{b: b, spec: spec, sandbox: u.snapshots.Current().Sandbox, cancel: cancel, done: make(chan struct{})}
 	u.running[name] = r
 	u.log.Info("starting upstream server", "server", name, "command", spec.command, "args", spec.args)
 	go func() {

@@ -542,3 +542,32 @@ func TestCacheUnusableEntriesCountAsMissing(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpRunsShareOneWorkFolder: every help run gets an empty folder of
+// its own inside one work folder, so the system's temporary folder does not
+// change from run to run; Close removes it.
+func TestHelpRunsShareOneWorkFolder(t *testing.T) {
+	in := New(&Options{CacheDir: t.TempDir()})
+	a, err := in.runDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := in.runDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b || filepath.Dir(a) != filepath.Dir(b) {
+		t.Errorf("run folders %s and %s, want two in one work folder", a, b)
+	}
+	work := filepath.Dir(a)
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(work); err == nil {
+		t.Errorf("Close left %s", work)
+	}
+	if c, err := in.runDir(); err != nil || filepath.Dir(c) == work {
+		t.Errorf("a run after Close got %s, %v; want a new work folder", c, err)
+	}
+	in.Close()
+}

@@ -113,6 +113,13 @@ type Introspector struct {
 	// a new build of a binary replaces its entries, so it never grows
 	// beyond the paths configured over the process's life.
 	mem map[memKey]memEntry
+
+	// work is the folder holding each help run's own empty folder, made at
+	// the first run; guarded by mu. One folder for all runs keeps the
+	// system's temporary folder unchanged from run to run: where it lies
+	// above one of wraptool's files, a change there means the confinement
+	// rules are built anew, and a cold start runs thousands of helps.
+	work string
 }
 
 // memKey is the in-memory cache's key; the binary's size and time live in
@@ -277,6 +284,9 @@ func (in *Introspector) help(ctx context.Context, cache *diskCache, t Tool, bin 
 	h, err := in.fetch(ctx, t, sub, root)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, errTransient) {
+			if errors.Is(err, runner.ErrNoConfinement) {
+				in.log.Warn("introspection failed", "tool", t.Name, "subcommand", subKey(sub), "reason", err.Error())
+			}
 			return m.help, m.have // not the tool's fault: try again next time
 		}
 		in.log.Warn("introspection failed", "tool", t.Name, "subcommand", subKey(sub), "reason", err.Error())
@@ -349,6 +359,10 @@ func (in *Introspector) fetch(ctx context.Context, t Tool, sub []string, root *h
 			return helptext.Help{}, fmt.Errorf("%w after %s: %s", errTimedOut, in.o.Timeout, strings.Join(args, " "))
 		case ctx.Err() != nil:
 			return helptext.Help{}, ctx.Err()
+		case errors.Is(res.Err, runner.ErrNoConfinement):
+			// wraptool's side, not the tool's: said as it is, and tried
+			// again at the next reload.
+			return helptext.Help{}, fmt.Errorf("%w: %w", errTransient, res.Err)
 		case res.Err != nil && strings.HasPrefix(res.Err.Error(), "failed to start"):
 			// Another form would not start either.
 			return helptext.Help{}, fmt.Errorf("%w%s", errStart, strings.TrimPrefix(res.Err.Error(), "failed to start"))
@@ -375,7 +389,7 @@ func (in *Introspector) run(ctx context.Context, t Tool, argv []string) (runner.
 		return runner.Result{}, ctx.Err()
 	}
 	defer func() { <-in.sem }()
-	dir, err := os.MkdirTemp("", "wraptool-help-")
+	dir, err := in.runDir()
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("%w: %v", errTransient, err)
 	}
@@ -392,4 +406,39 @@ func (in *Introspector) run(ctx context.Context, t Tool, argv []string) (runner.
 		Reaper:    in.o.Reaper,
 		Sandbox:   t.Sandbox,
 	}), nil
+}
+
+// runDir makes an empty folder for one help run inside the introspector's
+// work folder, making that (again, if something removed it) as needed.
+func (in *Introspector) runDir() (string, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for range 2 {
+		if in.work == "" {
+			work, err := os.MkdirTemp("", "wraptool-help-")
+			if err != nil {
+				return "", err
+			}
+			in.work = work
+		}
+		dir, err := os.MkdirTemp(in.work, "run-")
+		if err == nil {
+			return dir, nil
+		}
+		in.work = "" // removed under us: make another
+	}
+	return "", errors.New("cannot make a folder for the help run")
+}
+
+// Close removes the folder the help runs ran in. Runs after it make a new
+// one.
+func (in *Introspector) Close() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.work == "" {
+		return nil
+	}
+	err := os.RemoveAll(in.work)
+	in.work = ""
+	return err
 }

@@ -43,6 +43,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Introspectors the tests do not Close leave their (empty) work
+	// folders here, removed with the fixtures.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	os.Setenv("TMPDIR", tmp)
 	return m.Run()
 }
 

@@ -77,7 +77,9 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) erro
 		return err
 	}
 	start := time.Now()
-	tree := a.newIntrospector(nil, false).Explore(ctx, introspect.Tool{
+	introspector := a.newIntrospector(nil, false)
+	defer introspector.Close()
+	tree := introspector.Explore(ctx, introspect.Tool{
 		Name: name, Binary: binary, Env: runner.Environ(binary, a.getenv, nil, nil), Sandbox: sandbox,
 	}, catalogDepth, catalogMaxRuns)
 	if err := ctx.Err(); err != nil {

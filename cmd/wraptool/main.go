@@ -9,11 +9,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/wraptool/wraptool/toolset/runner"
 )
+
+// init keeps the main goroutine on the main thread: the confined starts
+// restrict the thread they fork from and let the Go runtime end it, which
+// it does for every thread but the main one (toolset/runner says more).
+func init() { runtime.LockOSThread() }
 
 func main() {
 	// Before anything else: no other process of this user, a tool

@@ -98,8 +98,9 @@ func (f *requestsFixture) learnHelps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := introspect.New(&introspect.Options{CacheDir: f.cacheDir(t)}).Learn(t.Context(),
-		[]introspect.Tool{{Name: "git", Binary: git, Subcommands: [][]string{{"push"}}}}, false)
+	in := introspect.New(&introspect.Options{CacheDir: f.cacheDir(t)})
+	defer in.Close()
+	c := in.Learn(t.Context(), []introspect.Tool{{Name: "git", Binary: git, Subcommands: [][]string{{"push"}}}}, false)
 	if _, ok := c.Help("git", []string{"push"}); !ok {
 		t.Fatalf("the stand-in git's push help was not learned")
 	}

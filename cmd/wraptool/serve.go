@@ -69,7 +69,9 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 	// load and stops the server cleanly. The handling stays until wire has
 	// installed the server's own, so no signal finds neither.
 	reaper := runner.NewReaper(log.With("component", "reaper"))
-	introspection := a.introspection(a.newIntrospector(reaper, false))
+	introspector := a.newIntrospector(reaper, false)
+	defer introspector.Close()
+	introspection := a.introspection(introspector)
 	loadCtx, stopLoad := a.signalContext(ctx)
 	defer stopLoad()
 	l, err := a.load(loadCtx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensCreate, Introspect: introspection})

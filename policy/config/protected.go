@@ -71,11 +71,19 @@ type protectedItem struct {
 }
 
 func newItem(path string) protectedItem {
+	// Resolved as written: "/a/link/../x" is where the kernel goes (the
+	// link's folder's parent), not the "/a/x" that cleaning the name gives.
+	raw := path
+	if !filepath.IsAbs(raw) {
+		if wd, err := os.Getwd(); err == nil {
+			raw = wd + string(filepath.Separator) + raw
+		}
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		abs = filepath.Clean(path)
 	}
-	return protectedItem{abs, resolvePath(abs)}
+	return protectedItem{abs, resolvePath(raw)}
 }
 
 func (it protectedItem) forms() []string {
@@ -93,6 +101,7 @@ func resolvePath(p string) string {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		return real
 	}
+	p = filepath.Clean(p)
 	dir, rest := filepath.Dir(p), filepath.Base(p)
 	for {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {

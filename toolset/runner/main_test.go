@@ -11,5 +11,10 @@ import (
 var fakecli string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mainThreadHelperEnv) != "" {
+		// The child of TestNoThreadKeepsTheRestriction: confined starts
+		// from the main goroutine, which may run on the main thread.
+		os.Exit(mainThreadHelper())
+	}
 	os.Exit(toolsettest.RunWithFakeCLI(m, &fakecli))
 }

@@ -84,11 +84,13 @@ type Sandbox struct {
 // using what sup says the machine offers. When sup is not OK every start
 // fails with its reason: a process that cannot be confined is not started.
 func NewSandbox(p Protected, sup Support) *Sandbox {
+	// Kept as written, not cleaned: "/a/link/../x" is resolved as the
+	// kernel walks it (see forms).
 	clean := func(paths []string) []string {
 		var out []string
 		for _, path := range paths {
 			if filepath.IsAbs(path) {
-				out = append(out, filepath.Clean(path))
+				out = append(out, path)
 			}
 		}
 		slices.Sort(out)
@@ -97,7 +99,7 @@ func NewSandbox(p Protected, sup Support) *Sandbox {
 	return &Sandbox{protected: Protected{Hidden: clean(p.Hidden), ReadOnly: clean(p.ReadOnly)}, support: sup}
 }
 
-// Protected is the set the Sandbox keeps processes away from, cleaned.
+// Protected is the set the Sandbox keeps processes away from.
 func (s *Sandbox) Protected() Protected {
 	if s == nil {
 		return Protected{}
@@ -179,7 +181,13 @@ func (s *Sandbox) acquire() (*ruleset, error) {
 		if cur.valid() {
 			return cur, nil
 		}
-		s.release(cur)
+		s.mu.Lock()
+		if s.cur == cur {
+			s.cur = nil
+			s.dropLocked(cur) // the Sandbox's reference
+		}
+		s.dropLocked(cur) // ours
+		s.mu.Unlock()
 	} else {
 		s.mu.Unlock()
 	}
@@ -235,6 +243,10 @@ type plan struct {
 	above map[string]bool
 	// hidden and readOnly are the items by path.
 	hidden, readOnly map[string]bool
+	// runInside are the read-only items inside a hidden folder (a tool
+	// binary kept in ~/.config/wraptool): nothing reaches them through the
+	// folder, so each gets a rule of its own to be read and run.
+	runInside []string
 	// shadows are, by folder, the names of entries that may become a
 	// hidden item by a rename (see shadowed).
 	shadows map[string][]string
@@ -248,8 +260,14 @@ type plan struct {
 func newPlan(p Protected) *plan {
 	pl := &plan{above: map[string]bool{}, hidden: map[string]bool{}, readOnly: map[string]bool{}, shadows: map[string][]string{}}
 	watch := map[string]bool{}
+	var links []string
 	add := func(path string, ro bool) {
 		watch[path] = true
+		// A symlink on the way (~/proj/.wraptool -> ~/dotfiles/wraptool)
+		// is part of the path wraptool opens: the folder holding it lies
+		// above the item too, so the link can be neither removed nor
+		// replaced by a folder of the child's making.
+		links = append(links, symlinksOn(path, 0)...)
 		for _, f := range forms(path) {
 			watch[f] = true
 			if ro {
@@ -286,8 +304,17 @@ func newPlan(p Protected) *plan {
 	for path := range pl.readOnly {
 		items = append(items, path)
 	}
+	for _, link := range links {
+		watch[link] = true
+		if !underHidden(link) {
+			items = append(items, link)
+		}
+	}
 	for _, item := range items {
 		if underHidden(item) || item == "/" {
+			if pl.readOnly[item] && item != "/" {
+				pl.runInside = append(pl.runInside, item)
+			}
 			continue // a hidden folder covers it
 		}
 		for dir := filepath.Dir(item); ; dir = filepath.Dir(dir) {
@@ -377,6 +404,50 @@ func dacWalk(path string, uid int) bool {
 	}
 }
 
+// symlinksOn lists the symlinks the kernel follows on the way to the
+// absolute path, as it walks it: each component in turn, a link's target
+// walked in its own right (depth bounds a loop, as the kernel's 40 do).
+func symlinksOn(path string, depth int) []string {
+	if depth > 40 || !filepath.IsAbs(path) {
+		return nil
+	}
+	var links []string
+	cur := "/"
+	for _, comp := range strings.Split(path, "/") {
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, comp)
+		info, err := os.Lstat(next)
+		if err != nil {
+			return links // the rest does not exist yet
+		}
+		if info.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		links = append(links, next)
+		target, err := os.Readlink(next)
+		if err != nil {
+			return links
+		}
+		if !filepath.IsAbs(target) {
+			target = cur + "/" + target
+		}
+		links = append(links, symlinksOn(target, depth+1)...)
+		real, err := filepath.EvalSymlinks(next)
+		if err != nil {
+			return links
+		}
+		cur = real
+	}
+	return links
+}
+
 // forms are the names the kernel may reach path by: its folder's symlinks
 // resolved (where the path itself does not exist yet), and, when it
 // exists, the path wholly resolved.
@@ -392,6 +463,13 @@ func forms(path string) []string {
 // deepest existing folder; the rest, which cannot hold symlinks yet, is
 // joined to it. The last element itself is left unresolved.
 func locate(p string) string {
+	// The folder as written first: "/a/link/../x" lies where the kernel
+	// goes, in the link's folder's parent, which cleaning the name loses.
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		if real, err := filepath.EvalSymlinks(p[:i]); err == nil {
+			return filepath.Join(real, p[i+1:])
+		}
+	}
 	p = filepath.Clean(p)
 	if p == "/" {
 		return p

@@ -63,8 +63,15 @@ func Probe(getenv func(string) string) Support {
 	errno := simulatedErrno(getenv)
 	if errno == 0 {
 		abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-		if e == 0 && int(abi) >= 1 {
+		switch {
+		case e == 0 && int(abi) >= minABI:
 			return Support{Mechanism: "landlock", ABI: int(abi)}
+		case e == 0:
+			// Before ABI 3 Landlock has no truncate hook (truncate(2) by
+			// path is always allowed), and before ABI 2 every rename or
+			// link across folders fails.
+			return Support{Err: fmt.Errorf("%w: this kernel's Landlock (ABI %d) cannot refuse truncating a file (Linux 6.2 or later, Landlock ABI %d, is needed)",
+				ErrNoConfinement, abi, minABI)}
 		}
 		errno = e
 	}
@@ -94,6 +101,9 @@ func simulatedErrno(getenv func(string) string) unix.Errno {
 	}
 	return unix.ENOSYS
 }
+
+// minABI is the oldest Landlock ABI that can keep the protected set whole.
+const minABI = 3
 
 // handled are the file-system rights and scopes the rules handle at abi:
 // every right the kernel knows, so none is left unrestricted, and signal
@@ -228,6 +238,15 @@ func buildRuleset(pl *plan, sup Support) (*ruleset, error) {
 		rs.close()
 		return nil, err
 	}
+	for _, path := range pl.runInside {
+		var st unix.Stat_t
+		if unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			if err := rs.allowPath(path, readExec&fsRights); err != nil {
+				rs.close()
+				return nil, err
+			}
+		}
+	}
 	above := make([]string, 0, len(pl.above))
 	for dir := range pl.above {
 		above = append(above, dir)
@@ -330,42 +349,57 @@ func (rs *ruleset) allowEntries(dir string, pl *plan, skip, ro map[devIno]bool, 
 
 // start starts cmd from a thread restricted by the rules, so the child and
 // all it starts inherit them and wraptool does not.
+//
+// Never from the process's main thread: the Go runtime does not end that
+// one when a goroutine exits locked to it, it parks it for good, and the
+// thread-group leader would keep the restriction (and share the child's
+// Landlock domain, so scoping would not keep the child from it). A start
+// that lands there lets go of the thread and tries again from a new
+// goroutine; wraptool's main locks its goroutine to the main thread, so
+// there it never happens.
 func (rs *ruleset) start(cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		// Never unlocked: the thread carries the restriction and ends
-		// with this goroutine.
-		if err := restrictThread(rs.fd); err != nil {
-			errc <- confineError(err)
-			return
+	for {
+		errc := make(chan error, 1)
+		retry := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			if unix.Gettid() == unix.Getpid() {
+				runtime.UnlockOSThread()
+				close(retry)
+				return
+			}
+			// Never unlocked: the thread carries the restriction and
+			// ends with this goroutine.
+			if err := restrictThread(rs.fd); err != nil {
+				errc <- confineError(err)
+				return
+			}
+			errc <- cmd.Start()
+		}()
+		select {
+		case err := <-errc:
+			return err
+		case <-retry:
 		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+	}
 }
 
-// rootDrops are the capabilities a child of root loses: with either, the
-// kernel lets a process read another's /proc/PID/environ and maps past
+// childDrops are the capabilities no confined process keeps: with either,
+// the kernel lets a process read another's /proc/PID/environ and maps past
 // Landlock's ptrace scoping (seen on 6.18). Mounting is refused to a
 // confined process anyway.
-var rootDrops = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_PERFMON}
+var childDrops = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_PERFMON}
 
-// restrictThread restricts the calling OS thread alone: no_new_privs, the
-// capabilities of rootDrops out of its bounding set when it runs as root
-// (an execve by root gets back every capability the bounding set keeps;
-// the set is per thread), then the Landlock rules.
+// restrictThread restricts the calling OS thread alone: no_new_privs; the
+// capabilities of childDrops out of its ambient, inheritable and bounding
+// sets (an execve by root gets back whatever the bounding set keeps; all
+// three sets are per thread); then the Landlock rules.
 func restrictThread(fd int) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl PR_SET_NO_NEW_PRIVS: %w", err)
 	}
-	if unix.Geteuid() == 0 {
-		for _, c := range rootDrops {
-			// EINVAL: a kernel that does not know the capability.
-			if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
-				return fmt.Errorf("prctl PR_CAPBSET_DROP %d: %w", c, err)
-			}
-		}
+	if err := dropCapabilities(); err != nil {
+		return err
 	}
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); e != 0 {
 		return fmt.Errorf("landlock_restrict_self: %w", e)
@@ -428,4 +462,50 @@ func envBounds(stat string) (start, end uint64, err error) {
 		end, err = strconv.ParseUint(f[48], 10, 64)
 	}
 	return start, end, err
+}
+
+// dropCapabilities takes childDrops out of the calling thread's ambient
+// and inheritable sets and, for root, its bounding set: an execve by root
+// gets back whatever the bounding set holds, while any other user's
+// execve gains nothing from it under no_new_privs (which also ignores file
+// capabilities). Lowering the bounding set needs CAP_SETPCAP; root without
+// it is refused only when a capability to drop is there.
+func dropCapabilities() error {
+	// Clearing the ambient set needs no privilege.
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return fmt.Errorf("prctl PR_CAP_AMBIENT_CLEAR_ALL: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	lowered := false
+	for _, c := range childDrops {
+		if data[c/32].Inheritable&(1<<(c%32)) != 0 {
+			data[c/32].Inheritable &^= 1 << (c % 32)
+			lowered = true
+		}
+	}
+	if lowered {
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return fmt.Errorf("capset: %w", err)
+		}
+	}
+	if unix.Geteuid() != 0 && unix.Getuid() != 0 {
+		return nil
+	}
+	for _, c := range childDrops {
+		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0)
+		if err == unix.EINVAL || (err == nil && in == 0) {
+			continue // a kernel that does not know it, or already out
+		}
+		if err != nil {
+			return fmt.Errorf("prctl PR_CAPBSET_READ %d: %w", c, err)
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
+			return fmt.Errorf("prctl PR_CAPBSET_DROP %d: %w", c, err)
+		}
+	}
+	return nil
 }

@@ -36,6 +36,7 @@ func requireLandlock(t *testing.T) Support {
 type jail struct {
 	root, home, work           string
 	config, token, tool, other string
+	hiddenExec                 string
 	sb                         *Sandbox
 }
 
@@ -68,6 +69,10 @@ func newJail(t *testing.T) *jail {
 	if err := os.WriteFile(j.tool, []byte("#!/bin/sh\necho tool ran\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	j.hiddenExec = filepath.Join(filepath.Dir(j.config), "run.sh")
+	if err := os.WriteFile(j.hiddenExec, []byte("#!/bin/sh\ntrue\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	j.sb = NewSandbox(Protected{
 		Hidden:   []string{filepath.Dir(j.config), j.token},
 		ReadOnly: []string{j.tool},
@@ -85,12 +90,12 @@ func (j *jail) sh(t *testing.T, script string) Result {
 	})
 }
 
-func TestSandboxKeepsEveryPathAwayFromTheProtectedSet(t *testing.T) {
-	j := newJail(t)
+// attacks are what a confined child must not do to the jail j, each a
+// script that exits 0 only when the attack worked. Every one works
+// unconfined (TestSandboxAttacksWorkUnconfined), so each row can fail.
+func attacks(j *jail) []struct{ name, script string } {
 	cfgDir := filepath.Dir(j.config)
-	// Each script must fail (non-zero exit) under confinement; each was
-	// checked to succeed without it (TestSandboxAttacksWorkUnconfined).
-	attacks := []struct{ name, script string }{
+	rows := []struct{ name, script string }{
 		{"read the config directly", "cat " + j.config},
 		{"read the config through ..", "cat " + j.work + "/../.config/gh/../wraptool/config.yaml"},
 		{"read the token directly", "cat " + j.token},
@@ -103,25 +108,41 @@ func TestSandboxKeepsEveryPathAwayFromTheProtectedSet(t *testing.T) {
 		{"read through a symlinked folder it creates", "ln -s " + cfgDir + " d && cat d/config.yaml"},
 		{"write the config", "echo x >> " + j.config},
 		{"truncate the token", ": > " + j.token},
+		{"truncate the token by path", "truncate -s 0 " + j.token},
 		{"create a file beside the token", "echo x > " + j.home + "/new"},
 		{"create a file in the protected folder", "echo x > " + cfgDir + "/new.yaml"},
 		{"rename a file over the token", "echo x > f && mv -f f " + j.token},
 		{"rename the token away", "mv " + j.token + " " + j.work + "/stolen"},
 		{"remove the token", "rm -f " + j.token + " && test ! -e " + j.token},
 		{"hard-link the token into the cwd", "ln " + j.token + " hard && cat hard"},
-		{"execute the config", j.config},
+		{"execute a program in the protected folder", j.hiddenExec},
 		{"write the tool binary", "echo 'echo owned' >> " + j.tool},
 		{"truncate the tool binary", ": > " + j.tool},
 		{"rename over the tool binary", "echo x > f && mv -f f " + j.tool},
 		{"remove the tool binary", "rm -f " + j.tool + " && test ! -e " + j.tool},
-		{"read the parent's memory", "cat /proc/$PPID/mem"},
+		{"open the parent's memory", "exec 3</proc/$PPID/mem"},
 		{"read the parent's environment", "cat /proc/$PPID/environ | grep -q ."},
-		{"read the parent's open files", "cat /proc/$PPID/fd/0"},
-		{"mount over the protected folder", "unshare -Urm sh -c 'mount -t tmpfs none " + cfgDir + "'"},
+		{"reach the parent's open files", "readlink /proc/$PPID/fd/0"},
+		{"list the parent's working folder", "ls /proc/$PPID/cwd/ >/dev/null"},
 	}
-	if j.sb.support.ABI >= 6 { // signal scoping
-		attacks = append(attacks, struct{ name, script string }{"signal the parent", "kill -0 $PPID"})
+	if unshareWorks() {
+		rows = append(rows, struct{ name, script string }{"mount over the protected folder", "unshare -Urm sh -c 'mount -t tmpfs none " + cfgDir + "'"})
 	}
+	if j.sb == nil || j.sb.support.ABI >= 6 { // signal scoping
+		rows = append(rows, struct{ name, script string }{"signal the parent", "kill -0 $PPID"})
+	}
+	return rows
+}
+
+// unshareWorks reports whether this machine lets a process make a user
+// and mount namespace, without which the mount attack cannot be tried.
+func unshareWorks() bool {
+	return exec.Command("unshare", "-Urm", "true").Run() == nil
+}
+
+func TestSandboxKeepsEveryPathAwayFromTheProtectedSet(t *testing.T) {
+	j := newJail(t)
+	attacks := attacks(j)
 	before := snapshotFiles(t, j.config, j.token, j.tool)
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
@@ -167,18 +188,20 @@ func TestSandboxLeavesEverythingElseAsItWas(t *testing.T) {
 	}
 }
 
-// TestSandboxAttacksWorkUnconfined is the control: without a sandbox the
-// same child reads the token, so the attack table above can fail.
+// TestSandboxAttacksWorkUnconfined is the control: without a sandbox
+// every attack works, each in a jail of its own (some destroy it), so no
+// row of the table above passes merely because it cannot work.
 func TestSandboxAttacksWorkUnconfined(t *testing.T) {
-	j := newJail(t)
-	j.sb = nil
-	for _, script := range []string{
-		"cd " + j.home + " && cat /proc/self/cwd/mcp-token",
-		"exec 3<" + j.home + " && cat /dev/fd/3/mcp-token",
-	} {
-		if res := j.sh(t, script); res.ExitCode != 0 || !strings.Contains(res.Stdout, "s3cret") {
-			t.Errorf("%s: exit %d stdout %q stderr %q; the unconfined child should read the token", script, res.ExitCode, res.Stdout, res.Stderr)
-		}
+	names := attacks(newJail(t))
+	for i := range names {
+		t.Run(names[i].name, func(t *testing.T) {
+			j := newJail(t)
+			j.sb = nil
+			a := attacks(j)[i]
+			if res := j.sh(t, a.script); res.ExitCode != 0 {
+				t.Errorf("unconfined, %q exited %d: %s", a.script, res.ExitCode, res.Stderr)
+			}
+		})
 	}
 }
 
@@ -492,5 +515,140 @@ func waitFor(t *testing.T, path string) {
 			t.Fatalf("%s did not appear within 10s", path)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// mainThreadHelperEnv runs the test binary as mainThreadHelper.
+const mainThreadHelperEnv = "WRAPTOOL_MAIN_THREAD_HELPER"
+
+// mainThreadHelper starts confined processes from the main goroutine,
+// then prints how many of its own threads carry no_new_privs (which only
+// a restricted thread has): a thread the runtime kept instead of ending.
+func mainThreadHelper() int {
+	sup := Probe(nil)
+	dir, err := os.MkdirTemp("", "wraptool-m0-")
+	if err != nil {
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	sb := NewSandbox(Protected{Hidden: []string{filepath.Join(dir, "secret")}}, sup)
+	defer sb.Close()
+	for range 20 {
+		if res := Run(context.Background(), Command{Argv: []string{"/bin/true"}, Env: []string{}, Sandbox: sb}); res.ExitCode != 0 {
+			os.Stdout.WriteString("start failed: " + res.Stderr + "\n")
+			return 1
+		}
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	restricted := 0
+	for _, task := range tasks {
+		status, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err == nil && strings.Contains(string(status), "NoNewPrivs:\t1") {
+			restricted++
+		}
+	}
+	os.Stdout.WriteString("restricted threads: " + strconv.Itoa(restricted) + "\n")
+	return 0
+}
+
+// TestNoThreadKeepsTheRestriction: a confined start never restricts a
+// thread that outlives it. The runtime parks the main thread instead of
+// ending it when a goroutine exits locked to it, so a start there would
+// leave wraptool's thread-group leader restricted and in its child's
+// domain.
+func TestNoThreadKeepsTheRestriction(t *testing.T) {
+	requireLandlock(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), mainThreadHelperEnv+"=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "restricted threads: 0" {
+		t.Errorf("after confined starts from the main goroutine: %s, want 0", got)
+	}
+}
+
+// TestSandboxKeepsSymlinksOnTheWayInPlace: a config reached through a
+// symlinked folder (~/proj/.wraptool -> ~/dotfiles/wraptool) is read by
+// wraptool through the link, so the link can be neither moved away nor
+// replaced by a folder of the child's making.
+func TestSandboxKeepsSymlinksOnTheWayInPlace(t *testing.T) {
+	j := newJail(t)
+	real := filepath.Join(j.home, "dotfiles", "wraptool")
+	if err := os.MkdirAll(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "config.yaml"), []byte("tools: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(j.home, "proj")
+	if err := os.MkdirAll(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(proj, ".wraptool")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	j.sb = NewSandbox(Protected{Hidden: []string{filepath.Join(link, "config.yaml")}}, j.sb.support)
+	t.Cleanup(j.sb.Close)
+	res := Run(context.Background(), Command{
+		Argv: []string{"/bin/sh", "-c", "mv .wraptool .old; rm -f .wraptool; mkdir .wraptool && echo 'mcp: {confinement: off}' > .wraptool/config.yaml"},
+		Dir:  proj, Env: []string{"PATH=/usr/bin:/bin"}, Sandbox: j.sb,
+	})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if target, err := os.Readlink(link); err != nil || target != real {
+		t.Errorf("the link is now %q (%v), want it still pointing at %s; the child said %q", target, err, real, res.Stderr)
+	}
+	if data, _ := os.ReadFile(filepath.Join(link, "config.yaml")); string(data) != "tools: {}\n" {
+		t.Errorf("wraptool would read %q through the link", data)
+	}
+	// Other entries of the folder holding the link stay usable.
+	if res := Run(context.Background(), Command{Argv: []string{"/bin/sh", "-c", "ls " + proj + " >/dev/null && cat " + j.home + "/.ssh/id_test"},
+		Env: []string{"PATH=/usr/bin:/bin"}, Sandbox: j.sb}); res.ExitCode != 0 {
+		t.Errorf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+}
+
+func TestSandboxRunsAnExecutableKeptInAProtectedFolder(t *testing.T) {
+	j := newJail(t)
+	inside := filepath.Join(filepath.Dir(j.config), "hook.sh")
+	if err := os.WriteFile(inside, []byte("#!/bin/sh\necho hook ran\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	j.sb = NewSandbox(Protected{Hidden: []string{filepath.Dir(j.config)}, ReadOnly: []string{inside}}, j.sb.support)
+	t.Cleanup(j.sb.Close)
+	if res := j.sh(t, inside); res.ExitCode != 0 || !strings.Contains(res.Stdout, "hook ran") {
+		t.Errorf("exit %d stdout %q stderr %q; want the executable to run", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	for _, attack := range []string{"cat " + j.config, "echo x >> " + inside, "ls " + filepath.Dir(j.config) + " >/dev/null && cat " + filepath.Dir(j.config) + "/config.yaml"} {
+		if res := j.sh(t, attack); res.ExitCode == 0 {
+			t.Errorf("%s worked: %q", attack, res.Stdout)
+		}
+	}
+}
+
+// TestSandboxResolvesDotDotAfterALink: "home/lnk/../tok" is, to the
+// kernel, the folder lnk points to's parent, not home: that file is the
+// one protected.
+func TestSandboxResolvesDotDotAfterALink(t *testing.T) {
+	j := newJail(t)
+	deep := filepath.Join(j.home, ".ssh", "deep")
+	if err := os.MkdirAll(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(deep, filepath.Join(j.home, "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(j.home, ".ssh", "tok")
+	if err := os.WriteFile(tok, []byte("s3cret-token-bytes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j.sb = NewSandbox(Protected{Hidden: []string{j.home + "/lnk/../tok"}}, j.sb.support)
+	t.Cleanup(j.sb.Close)
+	if res := j.sh(t, "cat "+tok); res.ExitCode == 0 {
+		t.Errorf("the file the kernel reaches by %s/lnk/../tok was readable: %q", j.home, res.Stdout)
 	}
 }
