@@ -21,6 +21,7 @@ fmt-check:
 
 vet:
     go vet ./...
+    GOOS=darwin go build ./...
 
 # The README's test command, with the race detector as CI runs it.
 test:

@@ -153,43 +153,14 @@ func (e *confineErr) Unwrap() []error {
 // acquire returns the rules in force, built anew when what they were
 // built from changed; the caller releases them after the start.
 func (s *Sandbox) acquire() (*ruleset, error) {
-	s.mu.Lock()
-	cur := s.cur
-	if cur != nil {
-		cur.refs++
-	}
-	s.mu.Unlock()
-	if cur != nil {
-		if cur.valid() {
-			return cur, nil
-		}
-		s.mu.Lock()
-		if s.cur == cur {
-			s.cur = nil
-			s.dropLocked(cur) // the Sandbox's reference
-		}
-		s.dropLocked(cur) // ours
-		s.mu.Unlock()
+	if rs := s.current(); rs != nil {
+		return rs, nil
 	}
 	s.build.Lock()
 	defer s.build.Unlock()
 	// Another start may have built them while this one waited.
-	s.mu.Lock()
-	if cur := s.cur; cur != nil {
-		cur.refs++
-		s.mu.Unlock()
-		if cur.valid() {
-			return cur, nil
-		}
-		s.mu.Lock()
-		if s.cur == cur {
-			s.cur = nil
-			s.dropLocked(cur) // the Sandbox's reference
-		}
-		s.dropLocked(cur) // ours
-		s.mu.Unlock()
-	} else {
-		s.mu.Unlock()
+	if rs := s.current(); rs != nil {
+		return rs, nil
 	}
 	rs, err := buildRuleset(newPlan(s.protected), s.support)
 	if err != nil {
@@ -205,6 +176,31 @@ func (s *Sandbox) acquire() (*ruleset, error) {
 	}
 	s.mu.Unlock()
 	return rs, nil
+}
+
+// current returns the kept rules, with a reference for the caller, when
+// they still hold; rules that no longer do are dropped, and it returns nil.
+func (s *Sandbox) current() *ruleset {
+	s.mu.Lock()
+	cur := s.cur
+	if cur != nil {
+		cur.refs++
+	}
+	s.mu.Unlock()
+	if cur == nil {
+		return nil
+	}
+	if cur.valid() {
+		return cur
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == cur {
+		s.cur = nil
+		s.dropLocked(cur) // the Sandbox's reference
+	}
+	s.dropLocked(cur) // ours
+	return nil
 }
 
 func (s *Sandbox) release(rs *ruleset) {

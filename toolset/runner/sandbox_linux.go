@@ -286,7 +286,7 @@ func (rs *ruleset) allowFD(fd int, path string, rights uint64) error {
 	_, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rs.fd), unix.LANDLOCK_RULE_PATH_BENEATH,
 		uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
 	if e != 0 {
-		return fmt.Errorf("Landlock rule for %s: %w", path, e)
+		return fmt.Errorf("landlock rule for %s: %w", path, e)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -650,5 +652,46 @@ func TestSandboxResolvesDotDotAfterALink(t *testing.T) {
 	t.Cleanup(j.sb.Close)
 	if res := j.sh(t, "cat "+tok); res.ExitCode == 0 {
 		t.Errorf("the file the kernel reaches by %s/lnk/../tok was readable: %q", j.home, res.Stdout)
+	}
+}
+
+// TestSandboxConcurrentStartsWhileFoldersChange: starts from many
+// goroutines share, rebuild and retire the rules while the folder above a
+// protected file changes under them; every one runs, none reaches the
+// token (the race detector watches the bookkeeping).
+func TestSandboxConcurrentStartsWhileFoldersChange(t *testing.T) {
+	j := newJail(t)
+	stop := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			f := filepath.Join(j.home, "churn-"+strconv.Itoa(i%5))
+			os.WriteFile(f, nil, 0o600)
+			os.Remove(f)
+		}
+	}()
+	var failures atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				res := j.sh(t, "cat "+j.home+"/.ssh/id_test && ! cat "+j.token+" 2>/dev/null")
+				if res.ExitCode != 0 || strings.Contains(res.Stdout, "s3cret") {
+					failures.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-churned
+	if n := failures.Load(); n > 0 {
+		t.Errorf("%d of 80 starts did not run as confined", n)
 	}
 }
