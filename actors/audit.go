@@ -35,10 +35,10 @@ const auditAttempts = 3
 // auditBatch is the most lines the writer appends under one lock.
 const auditBatch = 256
 
-// Audit is the server's audit-log writer (CONTRACT §12): tool handlers,
-// the policy holder and the loader queue lines (Call, Policy), and Run
-// appends them, in the order queued, to the file each line names, through
-// jsonl (lock, torn-line repair, mode 0600) with size-based rotation.
+// Audit is the server's audit-log writer: tool handlers, the policy holder
+// and the loader queue lines (Call, Policy), and Run appends them, in the
+// order queued, to the file each line names, through jsonl (lock, torn-line
+// repair, mode 0600) with size-based rotation.
 //
 // Like the request log it must outlive the hub: serve runs it with a
 // context that ends only once the hub has stopped, and when that context
@@ -127,9 +127,9 @@ func (a *Audit) For(path string) toolset.Auditor {
 	}
 }
 
-// PolicyAudit is the audit log's line for one policy change (CONTRACT §12):
-// a new snapshot whose policy hash or grants in force differ from the last,
-// or a reload that was rejected.
+// PolicyAudit is the audit log's line for one policy change: a new snapshot
+// whose policy hash or grants in force differ from the last, or a reload
+// that was rejected.
 type PolicyAudit struct {
 	// Event is "policy".
 	Event string    `json:"event"`

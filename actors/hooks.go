@@ -17,8 +17,8 @@ import (
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
-// HookTimeout bounds one run of the operator's hook (CONTRACT §15): a
-// notification that takes longer is stuck, and its process group is killed.
+// HookTimeout bounds one run of the operator's hook: a notification that
+// takes longer is stuck, and its process group is killed.
 const HookTimeout = 10 * time.Second
 
 // MaxHooks is how many hooks run at once. A burst of requests must not
@@ -228,9 +228,9 @@ func hookArgv(configured []string, r requests.Record) []string {
 	return argv
 }
 
-// hookEnv is a hook's whole environment: the tools' minimal one (CONTRACT
-// §6) for the hook's binary, the server's desktop variables that are set,
-// and WRAPTOOL_REQUEST_ID. Nothing else of the server's environment (its
+// hookEnv is a hook's whole environment: the tools' minimal one for the
+// hook's binary, the server's desktop variables that are set, and
+// WRAPTOOL_REQUEST_ID. Nothing else of the server's environment (its
 // tokens, its secrets) reaches the hook.
 func hookEnv(binary string, getenv func(string) string, id string) []string {
 	extra := map[string]string{"WRAPTOOL_REQUEST_ID": id}

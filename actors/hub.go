@@ -458,7 +458,7 @@ type sessionLifeKey struct{}
 // lifetime (the stream is the session), and its id: go-sdk names a legacy
 // SSE session only in the endpoint it announces on the stream
 // (?sessionid=…), and its ServerSession.ID() is "" there, so the id is read
-// from that first event as it is written, for the audit log (CONTRACT §12).
+// from that first event as it is written, for the audit log.
 func sseLife(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
@@ -561,10 +561,10 @@ func streamableMethods(r *http.Request) (bool, string) {
 	return false, "GET, POST, DELETE"
 }
 
-// noOAuth is the body of the 404 on the OAuth paths (CONTRACT §9). OAuth
-// clients (mcp-remote, editors) that meet a 401 look for an authorization
-// server there and, finding plain 404s, try to register a client; the text
-// then reaches the user inside their error message, saying what to do.
+// noOAuth is the body of the 404 on the OAuth paths. OAuth clients
+// (mcp-remote, editors) that meet a 401 look for an authorization server
+// there and, finding plain 404s, try to register a client; the text then
+// reaches the user inside their error message, saying what to do.
 var noOAuth = map[string]string{
 	"error":             "not_supported",
 	"error_description": "wraptool uses a static bearer token from its token file; run 'wraptool up' to print client set-up",

@@ -927,11 +927,11 @@ func TestHubConnLimitReleasesEachSlotOnce(t *testing.T) {
 }
 
 // A method an endpoint does not serve gets 405 with Allow, after the
-// DNS-rebinding check and before the token (CONTRACT §9): a client that
-// tries Streamable HTTP first (mcp-remote POSTs initialize to the URL it
-// was given) learns that /sse is legacy SSE and falls back to it, instead
-// of failing on the SDK's 400 "sessionid must be provided". POSTs to an SSE
-// session's message endpoint still reach it.
+// DNS-rebinding check and before the token: a client that tries Streamable
+// HTTP first (mcp-remote POSTs initialize to the URL it was given) learns
+// that /sse is legacy SSE and falls back to it, instead of failing on the
+// SDK's 400 "sessionid must be provided". POSTs to an SSE session's message
+// endpoint still reach it.
 func TestHubAnswers405ForMethodsAnEndpointDoesNotServe(t *testing.T) {
 	t.Parallel()
 	h := startHub(t, "secret-token")

@@ -66,9 +66,9 @@ type Shared struct {
 	Paths *config.Options
 }
 
-// NewSnapshot builds the snapshot for a load and the grants in force
-// (CONTRACT §13): the grants approved under this config are merged into
-// the policy clients see, as ApplyRequest would merge them into the file.
+// NewSnapshot builds the snapshot for a load and the temporary grants in
+// force: the grants approved under this config are merged into the policy
+// clients see, as ApplyRequest would merge them into the file.
 // getenv reads the server's environment, for the children's PATH and HOME.
 func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, getenv func(string) string) *Snapshot {
 	c := l.Config

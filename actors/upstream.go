@@ -276,11 +276,11 @@ func upstreamHandler(server, tool string, offer messages.UpstreamTools, timeout 
 }
 
 // audited wraps an upstream tool's handler so each call gets its audit
-// line (CONTRACT §12): allowed (the registry exposes only what the config
-// allows), with no argv (an upstream takes JSON arguments, which are not
-// recorded: wraptool knows nothing of which of them are secret), no exit
-// code, and "error" set when the call failed. The line is queued with the
-// call's values but not its cancellation, bounded by stop.
+// line: allowed (the registry exposes only what the config allows), with no
+// argv (an upstream takes JSON arguments, which are not recorded: wraptool
+// knows nothing of which of them are secret), no exit code, and "error" set
+// when the call failed. The line is queued with the call's values but not
+// its cancellation, bounded by stop.
 func audited(server string, state func() *toolset.State, stop context.Context, h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		st := state()

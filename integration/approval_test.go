@@ -21,7 +21,7 @@ import (
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// decisionBound is CONTRACT §15's "a decision ends a wait within 1 s", with
+// decisionBound is the rule that a decision ends a wait within 1 s, with
 // the headroom a shared machine needs.
 const decisionBound = 3 * time.Second
 
@@ -119,7 +119,7 @@ func adminPost(t *testing.T, addr, token, path, body string) int {
 
 // A waiting request returns within a second of a decision, whoever makes
 // it: the CLI approving once, the CLI denying with a reason, the admin API
-// approving for an hour. Each answer carries the §15 text and the decision.
+// approving for an hour. Each answer carries the decision and its text.
 func TestWaitEndsOnDecision(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -701,9 +701,8 @@ func TestElicitationForgedAnswers(t *testing.T) {
 	}
 }
 
-// One session may have 10 pending requests it filed and 4 calls waiting
-// (CONTRACT §5); a decision frees a pending slot, another session has its
-// own.
+// One session may have 10 pending requests it filed and 4 calls waiting; a
+// decision frees a pending slot, another session has its own.
 func TestSessionLimits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

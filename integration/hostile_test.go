@@ -23,10 +23,10 @@ import (
 	"github.com/wraptool/wraptool/toolset"
 )
 
-// Hostile input against the built binary's MCP listener (CONTRACT §9): a
-// client that never finishes its headers, bodies that are not what
-// JSON-RPC expects, token guessing, and a flood of capability requests.
-// Each test ends by checking the server still serves.
+// Hostile input against the built binary's MCP listener: a client that
+// never finishes its headers, bodies that are not what JSON-RPC expects,
+// token guessing, and a flood of capability requests. Each test ends by
+// checking the server still serves.
 
 // expectStillServing checks, after an attack, that the server answers
 // /healthz, that a new session lists the wrapped tools, and that it

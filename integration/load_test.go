@@ -212,8 +212,7 @@ type loadKind struct {
 	// argv is what a run executes after the binary; nil for a call no
 	// version allows.
 	argv []string
-	// shown and reason are the command and the Policy: reason of its
-	// denial (§4).
+	// shown and reason are the command and the Policy: reason of its denial.
 	shown, reason string
 	// mustRun: every version allows it, so any other answer is a failure.
 	// Otherwise it may run or be denied, whichever its snapshot says
@@ -1148,7 +1147,7 @@ func checkLoadAudit(t *testing.T, lines []auditLine, hashes map[string]string, g
 			errorf("%s: the audit log has %d runs and %d denials, the client saw %d and %d", c.name, got.ran, got.denied, want.ran, want.denied)
 		}
 	}
-	// CONTRACT §12: session is the Mcp-Session-Id, or the legacy SSE
+	// In the audit log, session is the Mcp-Session-Id, or the legacy SSE
 	// session id; one figure per transport rather than a line per call.
 	for _, tr := range slices.Sorted(maps.Keys(unnamed)) {
 		errorf("%d call lines of %s clients have no session id", unnamed[tr], tr)

@@ -16,7 +16,7 @@
 //	binary sub… -h       unless the root help lists -h as anything but help
 //	binary help sub…     only when the root help lists (or points to) a help command
 //
-// The -h rule is §2's, stricter than "takes a value": psql's -h HOST would
+// The -h rule is stricter than "takes a value": psql's -h HOST would
 // swallow the next word, and a switch such as --human-readable would run the
 // subcommand for real.
 //

@@ -17,7 +17,7 @@ import (
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
-// Defaults of Options and Tool, from the contract (§2, §6).
+// Defaults of Options and Tool.
 const (
 	// DefaultConcurrency is how many help runs may be going at once, across
 	// every Learn of one Introspector: a config with many tools must not
@@ -319,8 +319,8 @@ var (
 
 // forms lists the argument lists (after the binary) that may fetch sub's
 // help, in order. The root help takes --help then -h. A subcommand takes
-// --help; then -h unless the root help lists -h as anything but help (§2:
-// psql's -h HOST would take the next word, and a switch such as
+// --help; then -h unless the root help lists -h as anything but help
+// (psql's -h HOST would take the next word, and a switch such as
 // --human-readable would run the subcommand for real); then "help sub…"
 // only when the root help lists a help command (or points to one). Without
 // a known root help only --help is safe. Never "sub… help".

@@ -46,7 +46,7 @@ type RequestResult struct {
 	Grant   *StatusGrant `json:"grant,omitempty"`
 }
 
-// Bounds of interactive approval (CONTRACT §5, §15).
+// Bounds of interactive approval.
 const (
 	// ElicitTimeout is how long a client's user has to answer.
 	ElicitTimeout = 120 * time.Second
@@ -61,8 +61,8 @@ const (
 )
 
 // RequestTool serves wraptool_request_capability: it records the request,
-// asks an elicitation client's user when the session is one (CONTRACT §15),
-// and waits for the decision when asked to.
+// asks an elicitation client's user when the session is one, and waits for
+// the decision when asked to.
 type RequestTool struct {
 	// Submit records a request; required.
 	Submit Submitter
@@ -271,8 +271,8 @@ func (t *RequestTool) wait(ctx context.Context, req *mcp.CallToolRequest, id str
 	}
 }
 
-// DecidedResult is the request tool's answer once a request is decided
-// (CONTRACT §15): "Request req_… approved (once).", "… approved until
+// DecidedResult is the request tool's answer once a request is decided:
+// "Request req_… approved (once).", "… approved until
 // 2026-12-01T10:00:00Z.", "… approved and applied to the config.",
 // "… approved.", or "… denied: <reason>".
 func DecidedResult(r requests.Record) *mcp.CallToolResult {
@@ -359,11 +359,11 @@ func elicitable(st *State, r requests.Request) string {
 	return ""
 }
 
-// question is the elicitation's message and form (CONTRACT §15): the
-// client's name first, everything the assistant wrote escaped, each flag
-// the help does not list marked as every screen marks it (elicitable keeps
-// such requests from a client, so the mark is there should that change),
-// and the answers deny, once, hour (deny and once for an exact call).
+// question is the elicitation's message and form: the client's name first,
+// everything the assistant wrote escaped, each flag the help does not list
+// marked as every screen marks it (elicitable keeps such requests from a
+// client, so the mark is there should that change), and the answers deny,
+// once, hour (deny and once for an exact call).
 func question(client string, r requests.Request, helps policy.Helps) *mcp.ElicitParams {
 	var msg string
 	choices := []string{"deny", "once", "hour"}
@@ -443,7 +443,7 @@ func (t *RequestTool) record(ctx context.Context, st *State, id, client string, 
 }
 
 // sessionLimits bound what one MCP session may have outstanding: pending
-// requests it filed, and calls waiting for a decision (CONTRACT §5).
+// requests it filed, and calls waiting for a decision.
 type sessionLimits struct {
 	mu      sync.Mutex
 	waiting map[*mcp.ServerSession]int

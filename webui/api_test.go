@@ -276,8 +276,8 @@ func TestAPIDeny(t *testing.T) {
 	}
 }
 
-// TestAPIApproveGrants grants capabilities for now (CONTRACT §13), refused
-// as `requests approve --once|--for` refuses them: 422, the request left
+// TestAPIApproveGrants grants capabilities for now, refused as
+// `requests approve --once|--for` refuses them: 422, the request left
 // pending and the config untouched.
 func TestAPIApproveGrants(t *testing.T) {
 	t.Parallel()
@@ -385,12 +385,12 @@ func grantDiff(got, want *requests.Grant) string {
 	return ""
 }
 
-// TestAPIApproveExactCall grants an exact-call request (CONTRACT §13,
-// "Exact-call requests") exactly as `requests approve` does: refused (422,
-// still pending) when the policy changed since the denial, when the
-// recorded command is not what its arguments build, and when the call is
-// refused for a reason no exact grant lifts; a plain approval or an apply
-// takes its capability as for any request.
+// TestAPIApproveExactCall grants an exact-call request exactly as
+// `requests approve` does: refused (422, still pending) when the policy
+// changed since the denial, when the recorded command is not what its
+// arguments build, and when the call is refused for a reason no exact
+// grant lifts; a plain approval or an apply takes its capability as for
+// any request.
 func TestAPIApproveExactCall(t *testing.T) {
 	t.Parallel()
 	push := map[string]any{"force": true, "args": []any{"origin", "main"}}

@@ -87,8 +87,8 @@ func (u *UI) take(ctx context.Context) (release func(), err error) {
 type approval struct {
 	apply      bool // merge into the config first
 	unlistedOK bool // the operator accepts flags the help does not list
-	// grant makes the approval temporary (CONTRACT §13); nil for a plain
-	// approval or an apply, which it never combines with.
+	// grant makes the approval temporary; nil for a plain approval or an
+	// apply, which it never combines with.
 	grant *requests.Term
 }
 

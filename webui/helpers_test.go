@@ -312,10 +312,10 @@ func (f *fixture) loadFixture(t *testing.T) *config.Loaded {
 }
 
 // submitExact files an exact-call request as the server does after a
-// denial (CONTRACT §13): the call's canonical arguments, the command the
-// config builds of them, the fixture's folder as its directory and the
-// config's policy hash. edit, when set, changes the call before it is
-// filed (a command the arguments do not build).
+// denial: the call's canonical arguments, the command the config builds of
+// them, the fixture's folder as its directory and the config's policy hash.
+// edit, when set, changes the call before it is filed (a command the
+// arguments do not build).
 func (f *fixture) submitExact(t *testing.T, sub, flags []string, params map[string]any, edit func(*requests.Call)) string {
 	t.Helper()
 	l := f.loadFixture(t)

@@ -43,7 +43,7 @@ func TestReviewPageShowsWhatTheAssistantWroteEscaped(t *testing.T) {
 	}
 	read := text(page)
 	for _, want := range []string{
-		`<script>alert(1)</script> \x1b[2J\x1b[1;1Happroved fake \u202egnp.exe\u200b <img src=x onerror=alert(2)>`, // §1 escapes, whitespace collapsed
+		`<script>alert(1)</script> \x1b[2J\x1b[1;1Happroved fake \u202egnp.exe\u200b <img src=x onerror=alert(2)>`, // free text escaped, whitespace collapsed
 		`g\u0456t pu\x1bsh`, // tokens: non-ASCII and controls escaped
 		`--<b>x</b>`,
 		`--t\u202eags`,

@@ -65,8 +65,8 @@ type requestView struct {
 	Unlisted   bool   // some flag carries a NOT IN or HELP UNKNOWN mark: offer unlisted_ok
 	AnyNote    string // why a request for no subcommand cannot be approved; "" when it can
 
-	// An exact-call request (CONTRACT §13): a grant allows exactly this
-	// command, escaped as the CLI shows it, in this directory.
+	// An exact-call request: a grant allows exactly this command, escaped as
+	// the CLI shows it, in this directory.
 	Exact   bool
 	Command string
 	Cwd     string
@@ -144,7 +144,7 @@ func viewRequest(s site, r *requests.Record, now time.Time) requestView {
 		Status: r.Status, State: requests.GrantStatus(r, now), DecidedBy: requests.Token(r.DecidedBy),
 	}
 	if r.Client != "" {
-		// A decision made in an elicitation client names it (CONTRACT §15).
+		// A decision made in an elicitation client names it.
 		v.DecidedBy += " (" + requests.Text(r.Client) + ")"
 	}
 	if r.Call != nil {

@@ -20,8 +20,8 @@ import (
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
-// The catalog's bounds (§16): subcommands and their groups' commands, and
-// no more help runs than this, whatever the tool lists.
+// The catalog's bounds: subcommands and their groups' commands, and no more
+// help runs than this, whatever the tool lists.
 const (
 	catalogDepth   = 2
 	catalogMaxRuns = 100

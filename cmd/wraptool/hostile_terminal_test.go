@@ -242,7 +242,7 @@ func TestHostileWatchOutputIsNeutralised(t *testing.T) {
 	}
 }
 
-// `check` prints the argv it would run, or the §4 denial, for words the
+// `check` prints the argv it would run, or the denial text, for words the
 // operator typed or a tests file holds: Go-quoted, never raw.
 func TestHostileCheckOutputIsNeutralised(t *testing.T) {
 	t.Parallel()
@@ -271,7 +271,7 @@ tools:
 				json bool
 			}{
 				{[]string{"check", "--", "git", "log", "--format=" + p.s, "x" + p.s}, false}, // allowed: the argv
-				{[]string{"check", "--", "git", "log", "--pretty" + p.s, "x" + p.s}, false},  // denied: the §4 text
+				{[]string{"check", "--", "git", "log", "--pretty" + p.s, "x" + p.s}, false},  // denied: the denial text
 				{[]string{"check", "--", "git" + p.s, "push" + p.s}, false},                  // an unknown tool
 				{[]string{"check", "--json", "--", "git", "log", "x" + p.s}, true},           // allowed, as JSON
 				{[]string{"check", "--json", "--", "git", "log", "--pretty=" + p.s, "-x"}, true},
@@ -290,7 +290,7 @@ tools:
 					}
 					continue
 				}
-				// --json is JSON escaping only (as list --json, CONTRACT §1):
+				// --json is JSON escaping only, as for list --json:
 				// C0 controls come out as \u00XX, and the words round-trip.
 				expectNoC0(t, fmt.Sprintf("%q stdout", tc.args), out)
 				var v struct{ Argv []string }
@@ -358,11 +358,11 @@ func TestHostileConfigValuesAreQuotedInValidateErrors(t *testing.T) {
 }
 
 // `requests list --json` and `watch --json` print the record as stored,
-// with JSON's escaping only (CONTRACT §1): every C0 control (ESC, CR, BS,
-// NUL, BEL) comes out as \u00XX, so no escape sequence runs, and the value
-// decodes back exactly. JSON leaves DEL, C1 controls and bidirectional or
-// zero-width characters as they are: a reader that shows them on a
-// terminal must escape them itself.
+// with JSON's escaping only: every C0 control (ESC, CR, BS, NUL, BEL) comes
+// out as \u00XX, so no escape sequence runs, and the value decodes back
+// exactly. JSON leaves DEL, C1 controls and bidirectional or zero-width
+// characters as they are: a reader that shows them on a terminal must
+// escape them itself.
 func TestHostileListJSONEscapesEveryC0Control(t *testing.T) {
 	t.Parallel()
 	for _, p := range terminalPayloads {

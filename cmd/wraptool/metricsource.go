@@ -20,7 +20,7 @@ const scrapeWait = 2 * time.Second
 
 // callMetrics counts every tools/call by tool and decision and times it,
 // from the call's arrival to its answer: "denied" for a policy refusal
-// (the §4 text), "error" for any other tool or protocol error, else
+// (the denial text), "error" for any other tool or protocol error, else
 // "allowed" (a run that exited non-zero was still allowed).
 func callMetrics(m *metrics.Metrics) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -47,8 +47,7 @@ func callMetrics(m *metrics.Metrics) mcp.Middleware {
 }
 
 // unknownToolLabel is the tool label of calls to a tool that is not
-// exposed. Tool names never hold parentheses (CONTRACT §2), so it names no
-// tool.
+// exposed. Tool names never hold parentheses, so it names no tool.
 const unknownToolLabel = "(unknown)"
 
 // unknownTool reports whether a call ended as the SDK answers a tool it

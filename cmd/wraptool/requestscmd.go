@@ -306,8 +306,8 @@ type approval struct {
 	grant *requests.Term
 }
 
-// grantTerms checks --apply, --once and --for together (CONTRACT §1: any
-// two of them, or a bad duration, is a usage error).
+// grantTerms checks --apply, --once and --for together (any two of them, or
+// a bad duration, is a usage error).
 func grantTerms(apply, once bool, forArg string) (*requests.Term, error) {
 	t, err := requests.ParseTerm(apply, once, forArg, func(name string) string { return "--" + name })
 	if err != nil {

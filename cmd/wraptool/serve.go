@@ -221,8 +221,8 @@ func (a *app) printClientSetup(setup clientSetup) error {
 }
 
 // printStdioEntry prints the entry of a client that can only start a
-// command (CONTRACT §14): `wraptool --config <abs> connect`, which holds no
-// token in the client's config.
+// command: `wraptool --config <abs> connect`, which holds no token in the
+// client's config.
 func (a *app) printStdioEntry(configPath string) error {
 	exe, err := os.Executable()
 	if err != nil {

@@ -175,7 +175,7 @@ func (h Help) Flag(spelling string) (Flag, bool) {
 
 // ShortHelpTaken reports whether the text lists -h as a flag that takes a
 // value (psql's "-h, --host=HOSTNAME"). Then "binary -h" is not a way to ask
-// for help: CONTRACT §6 skips that form. A -h that is a switch meaning
+// for help: introspection skips that form. A -h that is a switch meaning
 // something else (ls's "-h, --human-readable") does not count here; see
 // ShortHelpReused.
 func (h Help) ShortHelpTaken() bool {

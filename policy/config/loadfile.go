@@ -255,8 +255,8 @@ func (c *Config) OwnFiles() []string {
 func (c *Config) AuditEnabled() bool { return c.MCP.AuditLog != "" && c.MCP.AuditLog != AuditOff }
 
 // GrantsKeyPath is where the key that signs temporary grants lives: beside
-// the request log (CONTRACT §13). It is the path requests.KeyPath gives; the
-// config names it to check its mode and to protect it from wrapped tools.
+// the request log. It is the path requests.KeyPath gives; the config names
+// it to check its mode and to protect it from wrapped tools.
 func GrantsKeyPath(requestLog string) string {
 	return filepath.Join(filepath.Dir(requestLog), "grants.key")
 }

@@ -50,9 +50,9 @@ type MCP struct {
 	// RequestLog is the capability-request JSONL file. Default
 	// $XDG_DATA_HOME/wraptool/requests.jsonl (or the platform equivalent).
 	RequestLog string `yaml:"request_log"`
-	// AuditLog is the audit JSONL file: one line per tool call and per
-	// policy change (CONTRACT §12). Default audit.jsonl beside RequestLog;
-	// AuditOff ("off") disables it. It must not be the request log.
+	// AuditLog is the audit JSONL file: one line per tool call and per policy
+	// change. Default audit.jsonl beside RequestLog; AuditOff ("off")
+	// disables it. It must not be the request log.
 	AuditLog string `yaml:"audit_log"`
 	// AllowedCwdRoots, when non-empty, confine a client-supplied cwd to
 	// these directories (symlinks resolved on both sides).
@@ -61,9 +61,9 @@ type MCP struct {
 	// a call beyond it waits its turn within its own timeout. Default 16.
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// OnRequest is the operator's hook: a command and its arguments,
-	// started without a shell for every new capability request (CONTRACT
-	// §15). An argument that is exactly {id}, {tool}, {summary} or
-	// {summary_json} is replaced. Empty means none.
+	// started without a shell for every new capability request. An argument
+	// that is exactly {id}, {tool}, {summary} or {summary_json} is replaced.
+	// Empty means none.
 	OnRequest []string `yaml:"on_request"`
 	// ElicitClients are the clients whose prompts a person answers: a
 	// session on one of their tokens is asked to decide its own requests

@@ -236,9 +236,9 @@ var (
 	inlineLong    = []string{"--eval", "--command", "--exec", "--print", "--expression", "--run", "--code"}
 )
 
-// onRequest checks the operator's hook (CONTRACT §15): a command, not a
-// shell, and no interpreter given an inline program, so a request's words
-// (a {summary} argument) can never become code.
+// onRequest checks the operator's hook: a command, not a shell, and no
+// interpreter given an inline program, so a request's words (a {summary}
+// argument) can never become code.
 func (v *validator) onRequest(p fieldPath, argv []string) {
 	if len(argv) == 0 {
 		return

@@ -87,7 +87,7 @@ func TestValidateRejects(t *testing.T) {
 		{"only ~ and ~/ expand", base + "  request_log: ~bob/log\n",
 			3, "mcp.request_log", `only ~ and ~/ are expanded, got "~bob/log"`},
 
-		// mcp.audit_log (CONTRACT §2, §12)
+		// mcp.audit_log: a file of its own, and only ~ and ~/ expand
 		{"the audit log may not be the request log", base + "  request_log: $T/r.jsonl\n  audit_log: $T/r.jsonl\n",
 			4, "mcp.audit_log", "is the request log; the audit log needs a file of its own"},
 		{"the audit log may not be the request log by another spelling", base + "  request_log: $T/r.jsonl\n  audit_log: $T/dir/../r.jsonl\n",
@@ -97,7 +97,7 @@ func TestValidateRejects(t *testing.T) {
 		{"only ~ and ~/ expand in audit_log", base + "  audit_log: ~bob/a\n",
 			3, "mcp.audit_log", `only ~ and ~/ are expanded, got "~bob/a"`},
 
-		// mcp.on_request (CONTRACT §15): no shell, no inline program.
+		// mcp.on_request: no shell, no inline program.
 		{"a shell as the hook is refused", base + "  on_request: [sh, -c, \"notify-send {summary}\"]\n",
 			3, "mcp.on_request[0]", `"sh" is a shell or runs its arguments as a program`},
 		{"a shell by absolute path is refused", base + "  on_request: [/usr/bin/bash, $T/hook.sh]\n",

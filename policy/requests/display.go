@@ -172,11 +172,11 @@ func Tokens(ss []string) []string {
 	return out
 }
 
-// GrantStatus is a record's status as `requests list` shows it (CONTRACT
-// §13): for a grant, "approved once", "approved once, used", "approved once,
-// expired", "approved until 18:30Z" or "approved until 18:30Z, expired"
-// (the date too, "2006-01-02 15:04Z", when until is more than 24 hours from
-// now); otherwise the plain status.
+// GrantStatus is a record's status as `requests list` shows it: for a
+// grant, "approved once", "approved once, used", "approved once, expired",
+// "approved until 18:30Z" or "approved until 18:30Z, expired" (the date
+// too, "2006-01-02 15:04Z", when until is more than 24 hours from now);
+// otherwise the plain status.
 func GrantStatus(r *Record, now time.Time) string {
 	g := r.Grant
 	if g == nil || r.Status != StatusApproved {

@@ -1,9 +1,9 @@
-// Package metrics is wraptool's Prometheus surface (CONTRACT §12): what an
-// operator of a credential gate watches — calls by tool and decision and
-// their duration, reloads and the last good one, pending capability
-// requests, active grants, connected sessions, the upstream servers' state
-// and the audit writer's waits — served at /metrics on the admin listener,
-// behind the admin token.
+// Package metrics is wraptool's Prometheus surface: what an operator of a
+// credential gate watches — calls by tool and decision and their duration,
+// reloads and the last good one, pending capability requests, active
+// grants, connected sessions, the upstream servers' state and the audit
+// writer's waits — served at /metrics on the admin listener, behind the
+// admin token.
 //
 // Counters are pushed by the parts that see the events (a call, a reload);
 // gauges of state that already lives elsewhere (sessions, grants, pending
