@@ -20,4 +20,12 @@
 // child can take a pid the sweep is still reaping; another guards the count
 // of running Starts per pid. Sweeps happen only in the goroutine running
 // Reaper.Run; Sweep merely rings its doorbell and never blocks.
+//
+// Every start is confined by the Command's (or Reaper.Start's) Sandbox:
+// Landlock rules that keep the child and all it starts away from
+// wraptool's own files, applied to the one OS thread the child is forked
+// from, never to wraptool (README: Confinement). A Sandbox is safe for
+// concurrent use: its kept rules are shared by reference count, rebuilt by
+// one start at a time when what they were built from changed. A Confiner
+// hands out one Sandbox per protected set for a server's life.
 package runner
