@@ -119,8 +119,10 @@ func SandboxFor(c *config.Config, confiner *runner.Confiner, self string, paths 
 	if confiner == nil || c.MCP.Confinement == config.ConfinementOff {
 		return nil
 	}
-	p := c.Protected(self, paths)
-	return confiner.For(runner.Protected{Hidden: p.Hidden, ReadOnly: p.ReadOnly})
+	return confiner.ForKey(c, func() runner.Protected {
+		p := c.Protected(self, paths)
+		return runner.Protected{Hidden: p.Hidden, ReadOnly: p.ReadOnly}
+	})
 }
 
 // Confinement names what confines the processes started for the snapshot,

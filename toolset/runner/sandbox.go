@@ -490,8 +490,9 @@ func locate(p string) string {
 type Confiner struct {
 	support Support
 
-	mu   sync.Mutex
-	last *Sandbox
+	mu      sync.Mutex
+	last    *Sandbox
+	lastKey any
 }
 
 // NewConfiner returns a Confiner whose sandboxes confine with sup; when sup
@@ -504,6 +505,27 @@ func (c *Confiner) Support() Support {
 		return Support{}
 	}
 	return c.support
+}
+
+// ForKey is For for the protected set protected computes, which it does
+// not call while key (compared with ==) is the one of the last call: the
+// snapshots a grant change builds from one load share its set without
+// working it out again.
+func (c *Confiner) ForKey(key any, protected func() Protected) *Sandbox {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if key != nil && key == c.lastKey && c.last != nil {
+		defer c.mu.Unlock()
+		return c.last
+	}
+	c.mu.Unlock()
+	sb := c.For(protected())
+	c.mu.Lock()
+	c.lastKey = key
+	c.mu.Unlock()
+	return sb
 }
 
 // For returns the Sandbox keeping started processes away from p.

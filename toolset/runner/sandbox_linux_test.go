@@ -695,3 +695,17 @@ func TestSandboxConcurrentStartsWhileFoldersChange(t *testing.T) {
 		t.Errorf("%d of 80 starts did not run as confined", n)
 	}
 }
+
+func TestConfinerForKeyComputesOncePerKey(t *testing.T) {
+	c := NewConfiner(Support{Mechanism: "landlock", ABI: 7})
+	calls := 0
+	set := func() Protected { calls++; return Protected{Hidden: []string{"/x/a"}} }
+	k1, k2 := new(int), new(int)
+	a := c.ForKey(k1, set)
+	if b := c.ForKey(k1, set); b != a || calls != 1 {
+		t.Errorf("the same key: same sandbox %v, %d computations, want true and 1", b == a, calls)
+	}
+	if b := c.ForKey(k2, set); b != a || calls != 2 {
+		t.Errorf("another key, the same set: same sandbox %v, %d computations, want true and 2", b == a, calls)
+	}
+}
