@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/wraptool/wraptool/actors"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
@@ -38,10 +37,17 @@ func (a *app) self() string {
 	return exe
 }
 
-// sandboxFor is the sandbox processes started under c run in: nil when c
-// turns confinement off.
+// sandboxFor is the sandbox the help runs of c's load run in: nil when c
+// turns confinement off. Its set is worked out now, not taken from the
+// snapshots' cache (actors.SandboxFor): the load itself makes folders (the
+// introspection cache's) that change which folders hold only wraptool's
+// files, and the snapshot built after it must see them.
 func (a *app) sandboxFor(c *config.Config) *runner.Sandbox {
-	return actors.SandboxFor(c, a.confinerFor(), a.self(), a.configOptions())
+	if c.MCP.Confinement == config.ConfinementOff {
+		return nil
+	}
+	p := c.Protected(a.self(), a.configOptions())
+	return a.confinerFor().For(runner.Protected{Hidden: p.Hidden, ReadOnly: p.ReadOnly})
 }
 
 // checkConfinement is serve's and up's start-up check: with confinement

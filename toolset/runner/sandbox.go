@@ -543,6 +543,6 @@ func (c *Confiner) For(p Protected) *Sandbox {
 	if c.last != nil {
 		c.last.Close() // starts under way keep their rules until done
 	}
-	c.last = sb
+	c.last, c.lastKey = sb, nil // the key named the set that went
 	return sb
 }
