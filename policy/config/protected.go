@@ -169,6 +169,13 @@ func (c *Config) protectedItems(self string, o *Options) (hidden, readOnly []pro
 		if cmd, ok := lookCommand(c.MCP.OnRequest[0], "", o, nil, nil); ok {
 			programs = append(programs, cmd)
 		}
+		// A hook's script (python3 notify.py) is a program too; the hook
+		// runs in the config's folder, where a relative one lies.
+		for _, a := range c.MCP.OnRequest[1:] {
+			if script, ok := existingFile(a, c.Dir); ok && isScript(script) {
+				programs = append(programs, script)
+			}
+		}
 	}
 	for _, p := range programs {
 		if p != "" && filepath.IsAbs(p) {

@@ -39,6 +39,14 @@ func TestProtected(t *testing.T) {
 		noReadOnly            bool
 	}{
 		{
+			name:        "a hook's script is read-only and its data arguments are not",
+			files:       []string{"bin/python3*", "etc/notify.py", "etc/notes.txt"},
+			config:      "etc/config.yaml",
+			yaml:        head + `  on_request: [$T/bin/python3, notify.py, notes.txt, "{id}"]` + "\n",
+			readOnly:    []string{"bin/python3", "etc/notify.py"},
+			notReadOnly: []string{"etc/notes.txt"},
+		},
+		{
 			name:   "every kind of file is hidden whether written or not",
 			files:  []string{"etc/notes.txt", "etc/tool.env", "etc/srv.env", "etc/over.yaml", "logs/keep.txt", "bin/tool*"},
 			config: "etc/config.yaml",
