@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // ProtectedFiles are wraptool's own files, as every call of a snapshot
@@ -105,7 +107,7 @@ func newProtectedSet(paths []string) *protectedSet {
 		if !filepath.IsAbs(p) {
 			continue // the lead passes absolute paths; a relative one names nothing stable
 		}
-		names := []string{locate(p)}
+		names := []string{runner.Locate(p)}
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			names = append(names, real)
 			addInfo(p)
@@ -130,7 +132,7 @@ func (ps *protectedSet) names(p string) bool {
 	if throughProcessLink(p) {
 		return true
 	}
-	forms := []string{locate(p)}
+	forms := []string{runner.Locate(p)}
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		forms = append(forms, real)
 	}
@@ -252,34 +254,6 @@ func allDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// locate cleans the absolute path p after resolving the symlinks of its
-// folder, as the kernel would walk it: the deepest existing ancestor is
-// resolved and the rest, which cannot hold symlinks yet, is joined to it and
-// cleaned (so "x/new/../config.yaml" still lands on config.yaml). The last
-// element itself is left unresolved.
-func locate(p string) string {
-	p = strings.TrimRight(p, "/")
-	if p == "" {
-		return "/"
-	}
-	i := strings.LastIndexByte(p, '/')
-	dir, rest := p[:i], p[i+1:]
-	for {
-		d := dir
-		if d == "" {
-			d = "/"
-		}
-		if real, err := filepath.EvalSymlinks(d); err == nil {
-			return filepath.Join(real, rest)
-		}
-		if dir == "" {
-			return filepath.Clean(p)
-		}
-		j := strings.LastIndexByte(dir, '/')
-		dir, rest = dir[:j], dir[j+1:]+"/"+rest
-	}
 }
 
 // candidates reads a client-chosen token as paths: absolute as it is; "~"

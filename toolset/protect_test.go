@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // A tool told where to write must not be able to rewrite the gate: a flag
@@ -163,8 +164,8 @@ func TestLocate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := locate(tc.in); got != tc.want {
-				t.Errorf("locate(%q) = %q, want %q", tc.in, got, tc.want)
+			if got := runner.Locate(tc.in); got != tc.want {
+				t.Errorf("Locate(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
 	}

@@ -448,38 +448,39 @@ func symlinksOn(path string, depth int) []string {
 // resolved (where the path itself does not exist yet), and, when it
 // exists, the path wholly resolved.
 func forms(path string) []string {
-	out := []string{locate(path)}
+	out := []string{Locate(path)}
 	if real, err := filepath.EvalSymlinks(path); err == nil && real != out[0] {
 		out = append(out, real)
 	}
 	return out
 }
 
-// locate cleans the absolute path p after resolving the symlinks of its
-// deepest existing folder; the rest, which cannot hold symlinks yet, is
-// joined to it. The last element itself is left unresolved.
-func locate(p string) string {
-	// The folder as written first: "/a/link/../x" lies where the kernel
-	// goes, in the link's folder's parent, which cleaning the name loses.
-	if i := strings.LastIndexByte(p, '/'); i > 0 {
-		if real, err := filepath.EvalSymlinks(p[:i]); err == nil {
-			return filepath.Join(real, p[i+1:])
-		}
+// Locate cleans the absolute path p after resolving the symlinks of its
+// folder, as the kernel would walk it: the deepest existing ancestor is
+// resolved and the rest, which cannot hold symlinks yet, is joined to it and
+// cleaned (so "x/new/../config.yaml" still lands on config.yaml). The last
+// element itself is left unresolved. The per-call path check (toolset) and
+// the sandbox's rules use it alike, so both name a file the same way.
+func Locate(p string) string {
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "/"
 	}
-	p = filepath.Clean(p)
-	if p == "/" {
-		return p
-	}
-	dir, rest := filepath.Dir(p), filepath.Base(p)
+	i := strings.LastIndexByte(p, '/')
+	dir, rest := p[:i], p[i+1:]
 	for {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
+		d := dir
+		if d == "" {
+			d = "/"
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil {
 			return filepath.Join(real, rest)
 		}
-		if dir == "/" {
-			return p
+		if dir == "" {
+			return filepath.Clean(p)
 		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = filepath.Dir(dir)
+		j := strings.LastIndexByte(dir, '/')
+		dir, rest = dir[:j], dir[j+1:]+"/"+rest
 	}
 }
 
