@@ -582,15 +582,7 @@ func (a *attacker) fileOps(t target, f form) {
 	}
 	a.recordNote(at("rename-over", f.path), err, note)
 
-	away := a.next("away")
-	err = os.Rename(f.path, away)
-	note = ""
-	if err == nil {
-		if rerr := os.Rename(away, t.Path); rerr != nil {
-			note = "; restore: " + rerr.Error()
-		}
-	}
-	a.recordNote(at("rename-away", f.path), err, note)
+	a.renameAway(at("rename-away", f.path), f.path, t.Path, "away")
 
 	hl := a.next("hardlink")
 	err = os.Link(f.path, hl)
@@ -683,15 +675,7 @@ func (a *attacker) dirOps(t target, f form) {
 	a.record(at("rename-into", f.path+"/"+name), err)
 
 	if t.Kind == kindPDir {
-		away := a.next("away-dir")
-		err = os.Rename(f.path, away)
-		note := ""
-		if err == nil {
-			if rerr := os.Rename(away, t.Path); rerr != nil {
-				note = "; restore: " + rerr.Error()
-			}
-		}
-		a.recordNote(at("rename-away", f.path), err, note)
+		a.renameAway(at("rename-away", f.path), f.path, t.Path, "away-dir")
 	}
 }
 
@@ -702,19 +686,11 @@ func (a *attacker) siblingOps(t target, f form) {
 	data, err := readAll(f.path, 64)
 	a.record(withData(at("read", f.path), data), err)
 
-	away := a.next("away")
-	err = os.Rename(f.path, away)
-	note := ""
-	if err == nil {
-		if rerr := os.Rename(away, t.Path); rerr != nil {
-			note = "; restore: " + rerr.Error()
-		}
-	}
-	a.recordNote(at("rename-away", f.path), err, note)
+	a.renameAway(at("rename-away", f.path), f.path, t.Path, "away")
 
 	bk := a.backup(t.Path)
 	err = syscall.Unlink(f.path)
-	note = ""
+	note := ""
 	if err == nil {
 		note = restore(bk, t.Path)
 	} else {
@@ -944,4 +920,19 @@ func serveMCP() {
 		fmt.Fprintln(os.Stderr, "attacker:", err)
 		os.Exit(1)
 	}
+}
+
+// renameAway tries to rename path (the target reached by one form) away,
+// putting the target back at its own path when that worked, and records
+// the attempt.
+func (a *attacker) renameAway(at attempt, path, target, prefix string) {
+	away := a.next(prefix)
+	err := os.Rename(path, away)
+	note := ""
+	if err == nil {
+		if rerr := os.Rename(away, target); rerr != nil {
+			note = "; restore: " + rerr.Error()
+		}
+	}
+	a.recordNote(at, err, note)
 }
