@@ -10,11 +10,11 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// Grants keeps the temporary grants in force (CONTRACT §13). It reads the
-// decisions from the request log (verified against grants.key: an unsigned
-// or over-long grant grants nothing) at start and whenever the watcher rings
-// LogChanged, and hands the policy holder the grants in force each time that
-// set changes: a grant decided, used, or expired. A timer on the nearest
+// Grants keeps the temporary grants in force. It reads the decisions from
+// the request log (verified against grants.key: an unsigned or over-long
+// grant grants nothing) at start and whenever the watcher rings LogChanged,
+// and hands the policy holder the grants in force each time that set
+// changes: a grant decided, used, or expired. A timer on the nearest
 // until expires grants; the holder's snapshot then no longer carries them,
 // and a call decided before the new snapshot arrives still checks the
 // grant's until itself.

@@ -43,7 +43,7 @@ type WatcherOptions struct {
 	// FileEvents is rung for each event on a watched file.
 	FileEvents messages.Doorbell
 	// LogChanged is rung for each event on the request log (which carries
-	// the grants, CONTRACT §13): a change of the log alone re-reads only
+	// the temporary grants): a change of the log alone re-reads only
 	// the grants, never the config. Nil leaves the log unwatched.
 	LogChanged messages.Doorbell
 	// Retry is how often a wanted folder that cannot be watched is tried

@@ -21,8 +21,8 @@ import (
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// connectStart is the contract's bound on waiting for a server at start
-// (CONTRACT §14); connectHeadroom is what a loaded machine may add to it.
+// connectStart is connect's bound on waiting for a server at start
+// (bridge.StartTimeout); connectHeadroom is what a loaded machine may add to it.
 const (
 	connectStart    = 5 * time.Second
 	connectHeadroom = 4 * time.Second

@@ -136,7 +136,7 @@ const toolsReport = `  fake:
 
 // Shell syntax in a flag's value or a positional reaches the child as one
 // argv entry over a real session; what would escape the allowlist or the
-// roots is refused with the §4 text; nothing creates the file every value
+// roots is refused with the denial text; nothing creates the file every value
 // tries to create.
 func TestHostileArgumentsOverTheWire(t *testing.T) {
 	t.Parallel()

@@ -10,7 +10,7 @@ import (
 )
 
 // /metrics on the admin listener, scraped after a few calls and one
-// reload, shows the counts (CONTRACT §12); it answers 401 without the
+// reload, shows the counts; it answers 401 without the
 // admin token and with the MCP token.
 func TestMetricsAfterCallsAndAReload(t *testing.T) {
 	t.Parallel()

@@ -188,7 +188,7 @@ func TestUpPrintsClientSetup(t *testing.T) {
 		}
 		e := v.MCPServers["wraptool"]
 		if e.Command != "" {
-			// The stdio entry (CONTRACT §14): this binary, the config by
+			// The stdio entry: this binary, the config by
 			// its absolute path, connect; no token in the client's config.
 			if e.Command != wraptoolBin || strings.Join(e.Args, " ") != "--config "+cfgPath+" connect" || e.Headers != nil {
 				t.Errorf("stdio entry %+v, want %s --config %s connect", e, wraptoolBin, cfgPath)

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// watchPrompt is what `requests watch` asks in a terminal (CONTRACT §15).
+// watchPrompt is what `requests watch` asks in a terminal.
 const watchPrompt = "[o]nce  [h]our  [d]eny  [s]kip, or type apply⏎"
 
 // watchKeyGuard is how long after a request is shown watch ignores keys.

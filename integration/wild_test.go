@@ -34,7 +34,7 @@ const toolsPullSleep = `  fake:
       - subcommand: [sleep]
 `
 
-// staticTokenText is what wraptool answers on the OAuth paths (CONTRACT §9),
+// staticTokenText is what wraptool answers on the OAuth paths,
 // and so what mcp-remote quotes when a wrong token sends it looking for an
 // OAuth server.
 const staticTokenText = "wraptool uses a static bearer token from its token file; run 'wraptool up' to print client set-up"

@@ -164,7 +164,7 @@ func (c *Catalog) Description(tool string, sub []string) string {
 }
 
 // ShortHelpTaken reports whether -h means something other than help for
-// sub (§2): its own help (or its override) lists -h as anything but a help
+// sub: its own help (or its override) lists -h as anything but a help
 // switch; or it does not list -h at all and the root help does (psql's -h
 // HOST, ls's -h for --human-readable). Unknown helps take nothing, so -h is
 // seeded as usual.

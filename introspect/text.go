@@ -7,9 +7,9 @@ import (
 )
 
 // Lengths of the one-line texts the Catalog hands out. A subcommand listing
-// is shown to the assistant and written into the config as comments (§16),
-// so it is short and plain; a description goes into a schema, where a little
-// more is useful.
+// is shown to the assistant and written into the config as comments (by
+// config add), so it is short and plain; a description goes into a schema,
+// where a little more is useful.
 const (
 	maxListingLen     = 120
 	maxDescriptionLen = 300

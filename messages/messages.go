@@ -25,9 +25,9 @@
 //	watcher ─LogChanged─► grants ─GrantsChanged─► policy holder
 //	tool handlers ─UseGrant─► request log ─error─► that handler
 //
-// Every tool call and every policy change is audited (CONTRACT §12): the
-// handlers, the policy holder and the loader queue lines for the audit
-// writer, which appends them in order:
+// Every tool call and every policy change is audited: the handlers, the
+// policy holder and the loader queue lines for the audit writer, which
+// appends them in order:
 //
 //	tool handlers, policy holder, loader ─AuditLines─► audit writer ─► audit.jsonl
 //
@@ -161,8 +161,8 @@ type UpstreamResult struct {
 	Err    error
 }
 
-// GrantsChanged carries the temporary grants in force (CONTRACT §13) from
-// the grants actor to the policy holder, whenever that set changes: a grant
+// GrantsChanged carries the temporary grants in force from the grants
+// actor to the policy holder, whenever that set changes: a grant
 // decided, used, or expired. Each record is approved, signed, unused and
 // unexpired, oldest first; the holder keeps those for the config it serves.
 type GrantsChanged struct {
@@ -180,7 +180,7 @@ type UseGrant struct {
 	Reply chan<- error
 }
 
-// RequestFiled tells the hook runner (mcp.on_request, CONTRACT §15) of a new
+// RequestFiled tells the hook runner (mcp.on_request) of a new
 // request: one the writer appended, never a de-duplicated one. Line is the
 // request's JSON line as written (the hook's stdin).
 type RequestFiled struct {
@@ -199,7 +199,7 @@ type AwaitDecision struct {
 }
 
 // DecideRequest asks the request-log writer to record a decision made in an
-// elicitation client (CONTRACT §15); Reply (buffer 1) carries the outcome.
+// elicitation client; Reply (buffer 1) carries the outcome.
 type DecideRequest struct {
 	ID       string
 	Decision requests.Decision

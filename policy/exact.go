@@ -12,7 +12,7 @@ import (
 // (true gives the bare flag, a scalar value "--name=value" or "-n value";
 // null, false and "false" are absent), then the positional arguments. It is
 // what an exact-call request records and what an exact-call grant allows,
-// byte for byte (CONTRACT §13).
+// byte for byte.
 //
 // ok is false when a value could not reach argv as written (an array or an
 // object where a flag's value belongs, a positional argument that is not a
@@ -24,8 +24,8 @@ func (p *Policy) Command(c Call) (tokens []string, ok bool) {
 
 // ShownCommand is Command as wraptool shows it: the value of every flag
 // with redact: true replaced by Redacted. hidden reports whether it
-// replaced any; such a call is never named for an exact-call request
-// (CONTRACT §13), since the operator could not see what they approve.
+// replaced any; such a call is never named for an exact-call request, since
+// the operator could not see what they approve.
 func (p *Policy) ShownCommand(c Call) (tokens []string, hidden, ok bool) {
 	return p.command(c, true)
 }
@@ -119,9 +119,9 @@ func (f *Flag) render(tokens []string, v any) ([]string, bool) {
 
 // liftable reports whether an exact-call grant lifts a refusal of this
 // kind: only the allowlist, a flag's value, a required flag, the number of
-// positional arguments and a positional's pattern (CONTRACT §13). Deny rules,
-// denied flags, a help flag not alone, the leading-dash and NUL rules, the
-// cwd and the protected paths always hold.
+// positional arguments and a positional's pattern. Deny rules, denied flags,
+// a help flag not alone, the leading-dash and NUL rules, the cwd and the
+// protected paths always hold.
 func liftable(k Kind) bool {
 	switch k {
 	case KindFlagNotAllowed, KindValue, KindRequired, KindArgCount, KindArgPattern:

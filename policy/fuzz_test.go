@@ -45,7 +45,7 @@ func fuzzSubcommand(s []string, choice byte) []string {
 // FuzzEvaluate checks, for any parameters, that an allowed decision's argv
 // is exactly the rule's binary, its subcommand, allowed flags in allowed
 // forms and schema order, then the call's positional arguments within the
-// rule's bounds; and that a refusal has the §4 shape.
+// rule's bounds; and that a refusal has the denial text's shape.
 func FuzzEvaluate(f *testing.F) {
 	tools := append(fixtureTools(), escapeTools()...)
 	p := newPolicy(f, tools, nil)

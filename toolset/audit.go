@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// CallAudit is the audit log's line for one tool call (CONTRACT §12). A
-// redacted flag's value never reaches it: Argv is the argv as wraptool
+// CallAudit is the audit log's line for one tool call. A redacted flag's
+// value never reaches it: Argv is the argv as wraptool
 // shows it (policy.Decision.Shown), and Reason the denial's Policy: line,
 // which hides such values too.
 type CallAudit struct {
@@ -26,7 +26,7 @@ type CallAudit struct {
 	Tool string `json:"tool"`
 	// Decision is "allowed" or "denied".
 	Decision string `json:"decision"`
-	// Reason is the §4 Policy: text of a denial; Kind its kind
+	// Reason is the Policy: line of a denial's text; Kind its kind
 	// (policy.Kind's name). Both absent for an allowed call.
 	Reason string `json:"reason,omitempty"`
 	Kind   string `json:"kind,omitempty"`
@@ -55,7 +55,7 @@ type CallAudit struct {
 	Policy string `json:"policy"`
 	// Grant is the id of the grant that allowed the call; absent when the
 	// config alone did. GrantOnce, GrantUntil and GrantExact say which
-	// kind of grant it was (CONTRACT §13).
+	// kind of grant it was.
 	Grant      string     `json:"grant,omitempty"`
 	GrantOnce  bool       `json:"grant_once,omitempty"`
 	GrantUntil *time.Time `json:"grant_until,omitempty"`

@@ -156,7 +156,8 @@ func decodeRequest(raw json.RawMessage, bad func(string, ...any)) (requestInput,
 	return in, true
 }
 
-// MaxWaitSeconds bounds wait_seconds (CONTRACT §15).
+// MaxWaitSeconds bounds wait_seconds, how long a request call waits for the
+// operator's decision.
 const MaxWaitSeconds = 300
 
 // Parsed is a checked wraptool_request_capability input.

@@ -252,7 +252,7 @@ func TestRequestDefinition(t *testing.T) {
 	if in["type"] != "object" {
 		t.Errorf("inputSchema type %v, want object", in["type"])
 	}
-	// rationale is the only property the schema requires (CONTRACT §5):
+	// rationale is the only property the schema requires:
 	// tool and subcommand, or call_id.
 	if got, want := jsonString(in["required"]), `["rationale"]`; got != want {
 		t.Errorf("required %s, want %s", got, want)

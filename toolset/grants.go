@@ -21,7 +21,7 @@ import (
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
-// Grants are the temporary grants in force with a snapshot (CONTRACT §13).
+// Grants are the temporary grants in force with a snapshot.
 // A call the config alone refuses may be allowed by one of them; which one
 // is decided per call, at the call's time, so a grant stops allowing calls
 // at its until whether or not a new snapshot came meanwhile.
@@ -213,7 +213,7 @@ func dirID(dir *os.File) (string, error) {
 	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
 }
 
-// Bounds of the denial memory (CONTRACT §13).
+// Bounds of the denial memory.
 const (
 	// MaxDenials is how many refused calls are remembered.
 	MaxDenials = 1000
@@ -298,9 +298,9 @@ func (m *Denials) expire(now time.Time) {
 	m.order = m.order[n:]
 }
 
-// Denial is a refused call's structuredContent (CONTRACT §13): the run's
-// output schema admits it too, since clients validate structuredContent
-// against the output schema even on errors.
+// Denial is a refused call's structuredContent: the run's output schema
+// admits it too, since clients validate structuredContent against the
+// output schema even on errors.
 type Denial struct {
 	Denied bool `json:"denied"`
 	// CallID names the call for an exact-call request; "" when none was
@@ -321,7 +321,7 @@ func (st *State) denial(name string, call policy.Call, raw json.RawMessage, rt R
 		d.Command = shown
 		// A call that gives a redacted flag is never named for an
 		// exact-call request: the operator could not see what they
-		// would approve (CONTRACT §13).
+		// would approve.
 		if !hidden {
 			d.CallID = st.remember(name, call, raw, rt, shown)
 		}

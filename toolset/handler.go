@@ -62,8 +62,8 @@ type State struct {
 	// path, which a grant decided in a client records.
 	ElicitTokens map[string]string
 	ConfigPath   string
-	// Audit queues each call's audit line (CONTRACT §12); nil when the
-	// audit log is off. AuditPolicy is the hash the line records as
+	// Audit queues each call's audit line; nil when the audit log is
+	// off. AuditPolicy is the hash the line records as
 	// "policy" (see AuditPolicy): PolicyHash with the grants in force.
 	Audit       Auditor
 	AuditPolicy string

@@ -23,7 +23,7 @@ import (
 // names (properties the schema does not list) and cwd. No shell is ever
 // involved, so shell syntax reaches the child verbatim as one argv entry;
 // what could turn a value into an option (a leading '-' where the child
-// would read it as one) or a NUL is refused with the §4 text; a cwd
+// would read it as one) or a NUL is refused with the denial text; a cwd
 // outside the roots is refused before anything runs.
 
 // pwned is what every injection tries to create in the call's folder.
@@ -184,7 +184,7 @@ func TestHostileArgumentsAreRefusedWithTheDenialText(t *testing.T) {
 			if tt.reason != "" && !strings.Contains(text, "\n\nPolicy: "+tt.reason+".\n") {
 				t.Errorf("text:\n%s\nwant the Policy line %q", text, tt.reason)
 			}
-			// The §4 shape: no value adds or splits a line, and nothing
+			// The denial text's shape: no value adds or splits a line, and nothing
 			// reaches the client raw that could repaint a terminal.
 			lines := strings.Split(text, "\n")
 			if n := len(lines); n != 5 && n != 6 || lines[1] != "" || !strings.HasPrefix(lines[2], "Policy: ") ||

@@ -214,7 +214,7 @@ func TestDefinition(t *testing.T) {
 			}
 
 			out := wire(t, def.OutputSchema)
-			// A run's fields and a denial's, none required (CONTRACT §13).
+			// A run's fields and a denial's, none required.
 			wantOut := `{"properties":{"call_id":{"type":"string"},"command":{"items":{"type":"string"},"type":"array"},"denied":{"type":"boolean"},` +
 				`"duration_ms":{"type":"integer"},"exit_code":{"type":"integer"},"reason":{"type":"string"},"stderr":{"type":"string"},"stdout":{"type":"string"},"truncated":{"type":"boolean"}},"type":"object"}`
 			for _, v := range out["properties"].(map[string]any) {

@@ -182,9 +182,9 @@ func flagSchema(f policy.Flag) map[string]any {
 // modifies a definition's schema (the SDK and the registry only encode it).
 var sharedOutputSchema = runOutputSchema()
 
-// runOutputSchema describes structuredContent: a run's, or a denial's
-// (CONTRACT §13). Clients validate structuredContent against it even on
-// errors, so it admits both shapes and requires nothing.
+// runOutputSchema describes structuredContent: a run's, or a denial's.
+// Clients validate structuredContent against it even on errors, so it
+// admits both shapes and requires nothing.
 func runOutputSchema() map[string]any {
 	return map[string]any{
 		"type": "object",

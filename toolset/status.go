@@ -34,8 +34,8 @@ type StatusEntry struct {
 	DecidedAt  *time.Time `json:"decided_at,omitempty"`
 	Reason     *string    `json:"reason,omitempty"`
 	Applied    *bool      `json:"applied,omitempty"`
-	// Grant is a temporary grant's terms (CONTRACT §13): once, or until a
-	// time; used_at once a once-grant was used.
+	// Grant is a temporary grant's terms: once, or until a time; used_at
+	// once a once-grant was used.
 	Grant *StatusGrant `json:"grant,omitempty"`
 	// Command is an exact-call request's call, as it would run.
 	Command []string `json:"command,omitempty"`

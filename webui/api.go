@@ -117,7 +117,7 @@ func (u *UI) apiList(w http.ResponseWriter, r *http.Request, s site) {
 }
 
 // approveBody is POST /api/requests/{id}/approve's body: apply, or a
-// temporary grant (CONTRACT §13) for once or for a Go duration, and
+// temporary grant for once or for a Go duration, and
 // unlisted_ok. A wrong type is a malformed body (400).
 type approveBody struct {
 	Apply      bool   `json:"apply"`

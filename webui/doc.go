@@ -1,8 +1,8 @@
 // Package webui is the operator's admin UI: a review page for the
 // assistant's capability requests and the JSON API scripts use for the same
-// decisions (CONTRACT §9, "Admin"). It is the operator's side of the gate,
-// so it must be reachable by the operator alone: by a browser that holds the
-// admin token, or a local script that sends it.
+// decisions, served on the admin listener. It is the operator's side of the
+// gate, so it must be reachable by the operator alone: by a browser that
+// holds the admin token, or a local script that sends it.
 //
 // # Who gets in
 //
@@ -25,7 +25,7 @@
 // # Temporary grants
 //
 // Approve once, for 1 hour or for 8 hours (the API's once and for) write a
-// decision carrying a grant (CONTRACT §13) and never touch the config. They
+// decision carrying a grant and never touch the config. They
 // follow `wraptool requests approve --once|--for` rule for rule: refused
 // where --apply would be (an unknown tool, a deny rule covering the
 // subcommand, a merge that does not validate) and, for an exact-call

@@ -375,7 +375,7 @@ func (u *UI) logWarnings(path string, warns []requests.Warning) {
 }
 
 // serveMetrics answers GET /metrics with the admin credentials the API
-// takes (CONTRACT §12): the admin bearer token on any loopback name, or the
+// takes: the admin bearer token on any loopback name, or the
 // session cookie on the UI's host; 401 otherwise, before anything is read.
 func (u *UI) serveMetrics(w http.ResponseWriter, r *http.Request, s site, kind hostKind) {
 	if u.metrics == nil {

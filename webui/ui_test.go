@@ -534,10 +534,10 @@ func TestAnyRequestUnderANewTokenEndsTheOldSessions(t *testing.T) {
 	}
 }
 
-// /metrics answers only with the admin credentials the API takes (CONTRACT
-// §12): 401 without them or with the MCP token, the registry's text with
-// the admin token or a session on the UI host; GET only; 404 without a
-// metrics handler.
+// /metrics answers only with the admin credentials the API takes: 401
+// without them or with the MCP token, the registry's text with the admin
+// token or a session on the UI host; GET only; 404 without a metrics
+// handler.
 func TestMetricsNeedTheAdminCredentials(t *testing.T) {
 	t.Parallel()
 	served := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "wraptool_sessions 1\n") })

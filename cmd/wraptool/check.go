@@ -24,8 +24,8 @@ import (
 var errDenied = errors.New("check: denied")
 
 // errMismatch is check --tests' verdict that an entry did not get its
-// wanted decision: exit status 1 (CONTRACT §12), the mismatches already
-// listed on stdout.
+// wanted decision: exit status 1, the mismatches already listed on
+// stdout.
 var errMismatch = errors.New("check: the tests do not match")
 
 func (a *app) checkCommand() *ff.Command {
@@ -144,7 +144,7 @@ type checkResult struct {
 	// checked (the tool key first) when denied. Values of redact: true
 	// flags show as policy.Redacted, as in the audit log.
 	Argv []string `json:"argv"`
-	// Denial is the whole §4 text; Reason its Policy: line without the
+	// Denial is the whole denial text; Reason its Policy: line without the
 	// period; Kind the refusal kind. All three only when denied.
 	Denial string `json:"denial,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -212,7 +212,7 @@ func (c *checker) decide(words []string) verdict {
 		return *bestDenied
 	}
 	// No rule's subcommand starts the line: the server has no MCP tool for
-	// it. Evaluate still gives the §4 text (a deny rule first, else "not in
+	// it. Evaluate still gives the denial text (a deny rule first, else "not in
 	// the allowlist") for a subcommand cut where the rules' paths end.
 	sub := noRuleSubcommand(c.pol.ToolRules(tool), rest)
 	m := c.mapWords(tool, sub, nil, rest[len(sub):])

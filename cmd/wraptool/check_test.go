@@ -47,7 +47,7 @@ func (f *checkFixture) run(t *testing.T, args ...string) (string, string, int) {
 	return run(t, f.env, append([]string{"--config", filepath.Join(f.dir, "config.yaml")}, args...)...)
 }
 
-// denial is the §4 text; allowed is the "Allowed flags" list, "" for a
+// denial is the text of a denial; allowed is the "Allowed flags" list, "" for a
 // reason that carries none.
 func denial(command, reason, rule, allowed string) string {
 	text := "DENIED: '" + command + "' is not permitted.\n\nPolicy: " + reason + ".\n"

@@ -23,7 +23,7 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// `wraptool requests watch` (CONTRACT §15): it follows the request log and,
+// `wraptool requests watch`: it follows the request log and,
 // in a terminal, asks for a decision on each pending request.
 //
 // Three goroutines: the follower (polls the log, sends logUpdates), the

@@ -16,7 +16,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// This file is `wraptool config add` (CONTRACT §16): a new tool with no
+// This file is `wraptool config add`: a new tool with no
 // allow rules, its catalog written under allow: as comments. The catalog
 // comes from the tool's help output, which the tool's author (or whoever
 // replaced the binary) wrote: every piece of it is reduced to printable
@@ -27,7 +27,8 @@ import (
 const MaxCatalogText = 120
 
 // commentColumn is where the description starts on a catalog line,
-// counted from the "#": past "# - subcommand: [pr, list]", as §16 shows.
+// counted from the "#", so that descriptions line up past
+// "# - subcommand: [pr, list]".
 const commentColumn = 34
 
 // CatalogRule is one commented-out allow rule of a new tool's catalog.
@@ -83,9 +84,9 @@ func CheckBinary(path string) error {
 	return nil
 }
 
-// AddTool adds nt to the config at path (CONTRACT §16) and returns how many
-// catalog rules it wrote as comments. An existing tools.<name> is refused
-// with ErrToolExists; a bad name or binary with ErrInvalidToolName or
+// AddTool adds nt to the config at path and returns how many catalog rules
+// it wrote as comments. An existing tools.<name> is refused with
+// ErrToolExists; a bad name or binary with ErrInvalidToolName or
 // ErrBadBinary.
 //
 // As ApplyRequest does, it splices the new lines into the file's own text

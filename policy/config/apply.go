@@ -98,8 +98,8 @@ func PlanApply(path string, tool string, sub, flags []string, o *Options) (Apply
 }
 
 // ApplyRequest merges an approved capability request into the config file
-// at path (CONTRACT §8) and reports what it merged. The tool must already be
-// in the config and no deny rule may cover the subcommand; an allow rule with
+// at path and reports what it merged. The tool must already be in the
+// config and no deny rule may cover the subcommand; an allow rule with
 // exactly that subcommand gains the new flags and keeps its constraints,
 // otherwise a new rule is appended with arg_constraints {positional_max: 0}.
 //

@@ -6,8 +6,8 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// GrantSpec is a capability a temporary grant (CONTRACT §13) adds to the
-// served policy: what its request asks for.
+// GrantSpec is a capability a temporary grant adds to the served policy:
+// what its request asks for.
 type GrantSpec struct {
 	// ID is the request's id, for the overlay's reports.
 	ID string
@@ -129,8 +129,8 @@ func (l *Loaded) PolicyHash() string {
 }
 
 // CanonicalPath is the one spelling of a config's path that a grant records
-// and a server compares (CONTRACT §13: a grant applies only under the config
-// it was approved under): absolute, symlinks resolved, so the CLI's
+// and a server compares (a grant applies only under the config it was
+// approved under): absolute, symlinks resolved, so the CLI's
 // --config spelling and the server's need not match. A path that cannot be
 // resolved stays absolute.
 func CanonicalPath(path string) string {

@@ -23,7 +23,7 @@ func (c *Config) readToken(path string) (string, error) {
 
 // ReadTokenFile reads a token file outside a config load (`connect
 // --token-file`, and the token connect sends), with the checks a load makes
-// of every token file (CONTRACT §2): owned by you or root, neither readable
+// of every token file: owned by you or root, neither readable
 // nor writable by group or others, in folders they may not write (unless
 // sticky), a regular file of at most 64 KiB opened without blocking. Each
 // refusal names the file and the command that fixes it. The token is the

@@ -19,7 +19,7 @@
 // repair, encoding, bounded line reading) are package jsonl's, shared with
 // the audit log.
 //
-// An approval may carry a temporary grant (CONTRACT §13): for one call
+// An approval may carry a temporary grant: for one call
 // within MaxOnce, or for any number of calls until a time within MaxFor;
 // for an exact-call request (Request.Call), for exactly that call. A
 // decision line carrying a grant is signed: "sig" is an HMAC-SHA256, keyed

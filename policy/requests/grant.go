@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Grant is a temporary approval carried by a decision (CONTRACT §13): the
+// Grant is a temporary approval carried by a decision: the
 // capability (or, when Exact, the one call) may be used once or until a
 // time, without touching the config. A decision line carrying one also
 // carries a "sig"; see sign for what it covers.
@@ -57,8 +57,7 @@ func (g *Grant) kind() string {
 	return "a timed grant (at most 168h)"
 }
 
-// Call is the exact call an exact-call request asks for (CONTRACT §13,
-// "Exact-call requests").
+// Call is the exact call an exact-call request asks for.
 type Call struct {
 	// Tool is the MCP tool name, "git_push".
 	Tool string `json:"tool"`

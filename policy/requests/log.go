@@ -513,14 +513,14 @@ type Decision struct {
 	// "client". Required.
 	DecidedBy string
 	// Client names the client whose user decided, for DecidedBy
-	// "client" (CONTRACT §15); empty otherwise.
+	// "client" (interactive approval); empty otherwise.
 	Client string
-	// Grant, when set, makes an approval temporary (CONTRACT §13): Status
-	// approved, Applied false, Until after now and at most MaxOnce (Once)
-	// or MaxFor ahead, Config an absolute path, UsedAt nil; Exact (with
-	// Policy equal to the call's) exactly when the request has a Call.
-	// Until is stored in UTC, truncated to the millisecond. The line is
-	// signed with grants.key, which the first such Decide creates.
+	// Grant, when set, makes an approval temporary: Status approved,
+	// Applied false, Until after now and at most MaxOnce (Once) or MaxFor
+	// ahead, Config an absolute path, UsedAt nil; Exact (with Policy equal
+	// to the call's) exactly when the request has a Call. Until is stored
+	// in UTC, truncated to the millisecond. The line is signed with
+	// grants.key, which the first such Decide creates.
 	Grant *Grant
 }
 

@@ -13,7 +13,7 @@ import (
 const MaxSummaryRationale = 200
 
 // Summary is a request in one line for a notification (the operator's
-// hook's {summary}, CONTRACT §15): "git push --force: <rationale>". The
+// hook's {summary}): "git push --force: <rationale>". The
 // tool, subcommand and flags are rendered as Token, Subcommand and Flags
 // render them (every flag, never cut: a request must not hide one), or for
 // an exact-call request the command as Command renders it; then ": " and

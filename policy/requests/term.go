@@ -11,8 +11,8 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// Term is a temporary grant's term (CONTRACT §13): once, within MaxOnce, or
-// for Dur. The CLI (--once, --for) and the admin UI ("once", "for") parse it
+// Term is a temporary grant's term: once, within MaxOnce, or for Dur. The
+// CLI (--once, --for) and the admin UI ("once", "for") parse it
 // with ParseTerm, so both refuse the same.
 type Term struct {
 	Once bool

@@ -40,8 +40,8 @@ const (
 	// Challenge is the WWW-Authenticate value of a 401 to a request that
 	// sent no credentials, telling a client which ones to send; a handler
 	// that answers its own 401s (the admin API) sends it too, so both
-	// surfaces challenge alike. RFC 6750 §3.1: a request that lacks any
-	// authentication information gets no error code.
+	// surfaces challenge alike. RFC 6750 section 3.1: a request that lacks
+	// any authentication information gets no error code.
 	Challenge = `Bearer realm="wraptool"`
 	// InvalidTokenChallenge is the WWW-Authenticate value of a 401 to a
 	// request that sent an Authorization header that is not accepted: the
@@ -79,9 +79,9 @@ type Options struct {
 	// means no authentication.
 	Token func() string
 	// Others returns further bearer tokens accepted beside Token's (the
-	// elicitation clients' own, CONTRACT §15), read on every request. They
-	// count only while Token's is set: without a token, nothing is
-	// checked.
+	// elicitation clients' own, for interactive approval), read on every
+	// request. They count only while Token's is set: without a token,
+	// nothing is checked.
 	Others func() []string
 	// MaxBodyBytes bounds a request body (413 beyond); zero or less means
 	// DefaultMaxBodyBytes.
@@ -354,9 +354,9 @@ func LoopbackHosts(addr net.Addr) []string {
 // BearerMatches reports whether an Authorization header carries token as a
 // bearer token. It compares in constant time, hashing both sides first so
 // the token's length does not leak either, and takes the scheme in any case
-// (RFC 7235 §2.1), so a handler that authenticates by itself (the admin
-// API) checks exactly as Wrap does. An empty token matches nothing: an unset
-// token must not admit "Bearer " with nothing after it.
+// (RFC 7235 section 2.1), so a handler that authenticates by itself (the
+// admin API) checks exactly as Wrap does. An empty token matches nothing: an
+// unset token must not admit "Bearer " with nothing after it.
 func BearerMatches(header, token string) bool {
 	scheme, got, ok := strings.Cut(header, " ")
 	if token == "" || !ok || !strings.EqualFold(scheme, "Bearer") {

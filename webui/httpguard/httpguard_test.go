@@ -174,8 +174,9 @@ func TestWrap(t *testing.T) {
 			if res.Close != refused { // the client moves Connection: close here
 				t.Errorf("Connection: close is %v, want %v", res.Close, refused)
 			}
-			// RFC 6750 §3.1: a request without credentials gets the bare
-			// challenge, one with refused credentials error="invalid_token".
+			// RFC 6750 section 3.1: a request without credentials gets
+			// the bare challenge, one with refused credentials
+			// error="invalid_token".
 			wantChallenge := ""
 			switch {
 			case tt.wantStatus == 401 && tt.req.auth == "":
@@ -445,8 +446,9 @@ func TestChallengeFor(t *testing.T) {
 }
 
 // WrapMethods answers a method the route does not serve with 405 and its
-// Allow header, after the DNS-rebinding check and before the token (CONTRACT
-// §9: 403, 405, 401, 413), at once and without reading the body.
+// Allow header, after the DNS-rebinding check and before the token (the
+// HTTP surface rules' order: 403, 405, 401, 413), at once and without
+// reading the body.
 func TestWrapMethodsRefusesInOrder(t *testing.T) {
 	t.Parallel()
 	// The route of legacy SSE: GET, or POST to a session's message endpoint.

@@ -17,7 +17,7 @@ import (
 // Defaults of Options, and the fixed bounds of the bridge.
 const (
 	// StartTimeout is how long Run waits for a server that does not answer
-	// yet (one still starting) before it gives up (CONTRACT §14).
+	// yet (one still starting) before it gives up.
 	StartTimeout = 5 * time.Second
 	// RetryInterval is the longest pause between two attempts to reach a
 	// server that went away; attempts start at a tenth of it. A restarted

@@ -1,6 +1,6 @@
 // Package bridge carries newline-delimited JSON-RPC between a stdio MCP
 // client and wraptool's Streamable HTTP endpoint: the engine of
-// `wraptool connect` (CONTRACT §14).
+// `wraptool connect`.
 //
 // # Directions and order
 //

@@ -15,8 +15,8 @@ import (
 	"strings"
 )
 
-// Owner checks that the listening end of a connection belongs to one user
-// (CONTRACT §14), before anything is sent on it: for a unix socket, the
+// Owner checks that the listening end of a connection belongs to one user,
+// before anything is sent on it: for a unix socket, the
 // peer credentials the kernel recorded when the server called listen
 // (SO_PEERCRED); for TCP, the owner of the listening socket in
 // /proc/net/tcp and /proc/net/tcp6. Both are Linux's; elsewhere Check
