@@ -245,7 +245,7 @@ func TestLoaderRejectsAnInvalidConfig(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+" is rejected and logged on every reload (CONTRACT §10)", func(t *testing.T) {
+		t.Run(tt.name+" is rejected and logged on every reload", func(t *testing.T) {
 			t.Parallel()
 			h := startLoader(t)
 			tt.spoil(t, h)

@@ -310,7 +310,7 @@ func TestDenialTextCannotBeForged(t *testing.T) {
 					t.Errorf("denial carries %q raw:\n%q", h, d.Refusal.Text)
 				}
 				if got := lines(d.Refusal.Text); len(got) != 4 {
-					t.Errorf("denial has %d lines, want the §4 shape:\n%q", len(got), d.Refusal.Text)
+					t.Errorf("denial has %d lines, want the denial text's shape:\n%q", len(got), d.Refusal.Text)
 				}
 			}
 		})

@@ -189,7 +189,7 @@ func TestHostileArgumentsAreRefusedWithTheDenialText(t *testing.T) {
 			lines := strings.Split(text, "\n")
 			if n := len(lines); n != 5 && n != 6 || lines[1] != "" || !strings.HasPrefix(lines[2], "Policy: ") ||
 				lines[n-1] != "To request this capability, call the 'wraptool_request_capability' tool." {
-				t.Errorf("the text is not the §4 shape:\n%s", text)
+				t.Errorf("the text is not the denial text's shape:\n%s", text)
 			}
 			if i := strings.IndexFunc(text, func(r rune) bool { return r != '\n' && !strconv.IsPrint(r) }); i >= 0 || !utf8.ValidString(text) {
 				t.Errorf("the text carries a raw control at %d: %q", i, text)

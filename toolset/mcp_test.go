@@ -417,7 +417,7 @@ func TestHandlerThroughAnMCPSession(t *testing.T) {
 		args any
 		want string
 	}{
-		{"a flag outside the allowlist is denied with the §4 text",
+		{"a flag outside the allowlist is denied with the denial text",
 			map[string]any{"force": true, "bogus": true, "args": []string{"x"}},
 			"DENIED: 'fake report --force --bogus x' is not permitted.\n\n" +
 				"Policy: flag '--bogus' is not in the allowlist for 'fake report'.\n" +

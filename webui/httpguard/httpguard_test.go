@@ -53,7 +53,7 @@ func TestBearerMatches(t *testing.T) {
 		want                bool
 	}{
 		{"the token matches", "Bearer secret-token", "secret-token", true},
-		{"the scheme in lower case matches (RFC 7235 §2.1)", "bearer secret-token", "secret-token", true},
+		{"the scheme in lower case matches (RFC 7235 section 2.1)", "bearer secret-token", "secret-token", true},
 		{"the scheme in upper case matches", "BEARER secret-token", "secret-token", true},
 		{"spaces around the token are ignored", "Bearer   secret-token ", "secret-token", true},
 		{"a wrong token does not match", "Bearer wrong-token", "secret-token", false},
