@@ -92,7 +92,14 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 	}
 	k, writes := 0, 0
 	leftovers := map[string]bool{}
+	// The kills are spread over the first ten steps of applying; a machine
+	// slow enough that ten rounds wrote nothing gets steps twice as long,
+	// up to 64 ms, so the kills reach past the first write there too.
+	step := time.Millisecond
 	for round := range rounds {
+		if round > 0 && round%10 == 0 && writes == 0 && step < 64*time.Millisecond {
+			step *= 2
+		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestApplyCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashConfigEnv+"="+cfg, crashStartEnv+"="+strconv.Itoa(k))
 		var stderr bytes.Buffer
@@ -110,8 +117,8 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 			cmd.Wait()
 			t.Fatalf("round %d: child did not start: %q %s", round, line, stderr.String())
 		}
-		// Spread the kills over the first few milliseconds of applying.
-		time.Sleep(time.Duration(round%10) * time.Millisecond)
+		// Spread the kills over the first steps of applying.
+		time.Sleep(time.Duration(round%10) * step)
 		cmd.Process.Signal(syscall.SIGKILL)
 		err = cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
