@@ -91,7 +91,7 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 		shared.Slots.SetLimit(c.MCP.MaxConcurrentCalls)
 	}
 	snap := &Snapshot{
-		State: toolset.State{Policy: l.Policy, Helps: l.Helps, RequestLog: c.MCP.RequestLog, Runtimes: rt,
+		State: toolset.State{Policy: l.Policy, Helps: l.Helps, Preview: l.PreviewRule, RequestLog: c.MCP.RequestLog, Runtimes: rt,
 			Slots: shared.Slots, Reaper: shared.Reaper, Base: l.Policy, PolicyHash: l.PolicyHash(),
 			Denials: shared.Denials, UseGrant: shared.UseGrant,
 			ElicitTokens: l.ElicitTokens, ConfigPath: config.CanonicalPath(c.File)},

@@ -452,7 +452,14 @@ func TestElicitationGoSDK(t *testing.T) {
 			if len(q) != 1 {
 				t.Fatalf("asked %d times, want once", len(q))
 			}
-			want := `Test Desktop: the assistant asks to run 'fake status' with --depth: look at <three> 'commits'`
+			// The request's line, then what one click grants, as
+			// `requests approve` prints it.
+			want := "Test Desktop: the assistant asks to run 'fake status' with --depth: look at <three> 'commits'\n" +
+				"Approving grants fake status, as the rule will stand:\n" +
+				"  --verbose  a switch  — say more\n" +
+				"  --depth  takes any value  — limit to NUM commits\n" +
+				"  positional arguments: any number, as they are\n" +
+				"  plus -h and --help, each run alone"
 			if q[0].Message != want {
 				t.Errorf("message %q, want %q", q[0].Message, want)
 			}
@@ -530,6 +537,48 @@ func TestElicitationGoSDK(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An exact-call request is held to the same rule (failing closed): a refused
+// call naming --verb, a prefix git-style tools would read as --verbose, is
+// asked for by call_id on the elicitation token, and nobody is asked; the
+// request stays pending.
+func TestElicitationNeverAsksAboutAnExactCallsUnlistedFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServerIn(t, dir, elicitConfig(t, dir))
+	elicitToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	cli := operatorCLI(t, s)
+	a := &asker{action: "accept", decision: "once"}
+	session := connectWith(t, s, a.client(t), elicitToken, "")
+	denied, err := session.CallTool(bounded(t), &mcp.CallToolParams{Name: "fake_status", Arguments: map[string]any{"verb": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		CallID string `json:"call_id"`
+	}
+	structured(t, denied, &d)
+	if !denied.IsError || d.CallID == "" {
+		t.Fatalf("fake_status --verb: %q, want a denial with a call_id", toolsettest.ResultText(t, denied))
+	}
+	res, err := session.CallTool(bounded(t), &mcp.CallToolParams{Name: requestTool,
+		Arguments: map[string]any{"call_id": d.CallID, "rationale": "just once"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w waited
+	structured(t, res, &w)
+	if res.IsError || w.Status != "pending" {
+		t.Fatalf("result %q, want recorded pending", toolsettest.ResultText(t, res))
+	}
+	if n := len(a.questions()); n != 0 {
+		t.Errorf("asked %d times about an exact call naming an unlisted flag, want never", n)
+	}
+	if got := listJSON(t, cli, w.ID); got.Status != "pending" || got.Call == nil {
+		t.Errorf("log: %+v, want a pending exact-call request", got)
+	}
+	s.WaitLog(t, `msg="not asking the client"`, 1, eventTimeout)
 }
 
 // bounded is a context that ends with the test or after eventTimeout.

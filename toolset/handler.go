@@ -62,6 +62,11 @@ type State struct {
 	// path, which a grant decided in a client records.
 	ElicitTokens map[string]string
 	ConfigPath   string
+	// Preview is the allow rule a capability would stand as once a grant
+	// merges it into the served config (config.Loaded.PreviewRule), for
+	// the effect a client's user is shown before deciding; nil when it
+	// cannot be computed, and then nobody is asked.
+	Preview func(tool string, sub, flags []string) (*policy.AllowRule, error)
 	// Audit queues each call's audit line; nil when the audit log is
 	// off. AuditPolicy is the hash the line records as
 	// "policy" (see AuditPolicy): PolicyHash with the grants in force.

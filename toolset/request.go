@@ -154,13 +154,13 @@ func (t *RequestTool) Handler() mcp.ToolHandler {
 		}
 		wait := p.Wait
 		if client != "" && !s.Existing && t.Decide != nil {
-			if why := elicitable(st, r); why != "" {
+			if effect, why := elicitable(st, r); why != "" {
 				t.Log.Info("not asking the client", "id", s.ID, "client", client, "why", why)
 			} else {
 				// The client's user decides, or the call waits as with
 				// wait_seconds, up to ElicitTimeout at least.
 				wait = max(wait, ElicitTimeout)
-				if res := t.elicit(ctx, req, st, s.ID, client, r); res != nil {
+				if res := t.elicit(ctx, req, st, s.ID, client, r, effect); res != nil {
 					return res, nil
 				}
 			}
@@ -333,38 +333,50 @@ func (t *RequestTool) elicitClient(st *State, req *mcp.CallToolRequest) string {
 }
 
 // elicitable says why a request must not be put to a client's user (""
-// when it may be): a tool the config does not have, a subcommand a deny
-// rule covers, an empty subcommand, a flag the help does not list (any
-// flag, where the subcommand's help is unknown; exact calls included), or
-// an exact call no grant could allow.
-func elicitable(st *State, r requests.Request) string {
+// when it may be), and otherwise what approving it does, as `requests
+// approve` prints it: never asked are a tool the config does not have, a
+// subcommand a deny rule covers, an empty subcommand, a flag the help does
+// not list (any flag, where the subcommand's help is unknown; exact calls
+// included), an exact call no grant could allow, and a capability whose
+// merge would be refused or whose effect cannot be computed: a person must
+// see what one click grants.
+func elicitable(st *State, r requests.Request) (effect []string, why string) {
 	p := st.base()
 	switch {
 	case !slices.Contains(p.Tools(), r.Tool):
-		return "the tool is not in the config"
+		return nil, "the tool is not in the config"
 	case len(r.Subcommand) == 0:
-		return "the request names no subcommand"
+		return nil, "the request names no subcommand"
 	case p.Denies(r.Tool, r.Subcommand):
-		return "a deny rule covers the subcommand"
+		return nil, "a deny rule covers the subcommand"
 	}
 	if unlisted, l := requests.Unlisted(st.Helps, r.Tool, r.Subcommand, r.Flags); len(unlisted) > 0 {
-		return "not listed in the help: " + requests.Flags(unlisted) + " " + requests.Mark(r.Tool, r.Subcommand, l)
+		return nil, "not listed in the help: " + requests.Flags(unlisted) + " " + requests.Mark(r.Tool, r.Subcommand, l)
 	}
+	rec := requests.Record{Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags, Call: r.Call}
 	if r.Call != nil {
-		rec := requests.Record{Tool: r.Tool, Subcommand: r.Subcommand, Call: r.Call}
 		if err := rec.Grantable(p, st.PolicyHash); err != nil {
-			return err.Error()
+			return nil, err.Error()
 		}
+		return requests.ExactLines(r.Call, ""), ""
 	}
-	return ""
+	if st.Preview == nil {
+		return nil, "what approving grants cannot be computed"
+	}
+	rule, err := st.Preview(r.Tool, r.Subcommand, r.Flags)
+	if err != nil {
+		return nil, "a grant would be refused: " + err.Error()
+	}
+	return requests.RuleEffect(st.Helps, &rec, rule).Lines(), ""
 }
 
 // question is the elicitation's message and form: the client's name first,
 // everything the assistant wrote escaped, each flag the help does not list
 // marked as every screen marks it (elicitable keeps such requests from a
-// client, so the mark is there should that change), and the answers deny,
+// client, so the mark is there should that change), then the effect, one
+// line per flag, as `requests approve` prints it; and the answers deny,
 // once, hour (deny and once for an exact call).
-func question(client string, r requests.Request, helps policy.Helps) *mcp.ElicitParams {
+func question(client string, r requests.Request, helps policy.Helps, effect []string) *mcp.ElicitParams {
 	var msg string
 	choices := []string{"deny", "once", "hour"}
 	if r.Call != nil {
@@ -381,6 +393,9 @@ func question(client string, r requests.Request, helps policy.Helps) *mcp.Elicit
 			msg += " with " + requests.MarkedFlags(helps, r.Tool, r.Subcommand, r.Flags)
 		}
 		msg += ": " + requests.Text(r.Rationale)
+	}
+	if len(effect) > 0 {
+		msg += "\n" + strings.Join(effect, "\n")
 	}
 	return &mcp.ElicitParams{Message: msg, RequestedSchema: map[string]any{
 		"type": "object",
@@ -400,10 +415,10 @@ func question(client string, r requests.Request, helps policy.Helps) *mcp.Elicit
 // returns the call's answer when the request was decided, nil when it
 // stays pending (no answer, or an
 // answer that decides nothing).
-func (t *RequestTool) elicit(ctx context.Context, req *mcp.CallToolRequest, st *State, id, client string, r requests.Request) *mcp.CallToolResult {
+func (t *RequestTool) elicit(ctx context.Context, req *mcp.CallToolRequest, st *State, id, client string, r requests.Request, effect []string) *mcp.CallToolResult {
 	ectx, cancel := context.WithTimeout(ctx, ElicitTimeout)
 	defer cancel()
-	res, err := req.Session.Elicit(ectx, question(client, r, st.Helps))
+	res, err := req.Session.Elicit(ectx, question(client, r, st.Helps, effect))
 	if err != nil {
 		t.Log.Info("the client did not answer", "id", id, "client", client, "error", err)
 		return nil

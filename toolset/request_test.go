@@ -2,6 +2,7 @@ package toolset
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -44,8 +45,12 @@ func TestElicitable(t *testing.T) {
 		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}, {Subcommand: []string{"log"}}},
 		Deny:  []*policy.DenyRule{{Subcommand: []string{"config"}}}})
 	helps := flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"}}
-	st := &State{Policy: p, Helps: helps}
-	noHelps := &State{Policy: p}
+	st := &State{Policy: p, Helps: helps, Preview: newRulePreview}
+	noHelps := &State{Policy: p, Preview: newRulePreview}
+	noPreview := &State{Policy: p, Helps: helps}
+	refused := &State{Policy: p, Helps: helps, Preview: func(string, []string, []string) (*policy.AllowRule, error) {
+		return nil, errors.New("the merged config would not validate")
+	}}
 	// exact is an exact-call request for git sub run with no arguments,
 	// naming flags: one a grant could allow, whatever its flags say.
 	exact := func(sub string, flags ...string) requests.Request {
@@ -81,13 +86,80 @@ func TestElicitable(t *testing.T) {
 		{"an exact call with a flag where the subcommand's help is unknown", st, exact("log", "--oneline"),
 			"not listed in the help: --oneline (HELP UNKNOWN for 'git log')"},
 		{"an exact call with no flags where the subcommand's help is unknown", st, exact("log"), ""},
+		{"an exact call needs no preview", noPreview, exact("status", "--short"), ""},
+		{"a capability whose effect cannot be computed", noPreview, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
+			"what approving grants cannot be computed"},
+		{"a capability whose grant would be refused", refused, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
+			"a grant would be refused: the merged config would not validate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := elicitable(tc.st, tc.r); got != tc.want {
+			if _, got := elicitable(tc.st, tc.r); got != tc.want {
 				t.Errorf("elicitable = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// newRulePreview stands in for the served config's merge: a new rule for
+// the subcommand with the requested flags and no positional arguments, as
+// a grant on a subcommand the config lacks would stand.
+func newRulePreview(_ string, sub, flags []string) (*policy.AllowRule, error) {
+	zero := 0
+	return &policy.AllowRule{Subcommand: sub, Flags: flags, ArgConstraints: policy.ArgConstraints{PositionalMax: &zero}}, nil
+}
+
+// describedHelps is a help that lists one flag of git push with its line.
+type describedHelps struct{ flagHelps }
+
+func (describedHelps) Flag(tool string, sub []string, flag string) (policy.FlagHelp, bool) {
+	if tool == "git" && strings.Join(sub, " ") == "push" && flag == "--exec" {
+		return policy.FlagHelp{Type: policy.TypeString, Description: "Same as --receive-pack=<git-receive-pack>."}, true
+	}
+	return policy.FlagHelp{}, false
+}
+
+// The person asked in the client sees what one click grants, as `requests
+// approve` prints it: each flag with its kind and help line, the positional
+// limit; an exact call's command and folder. Without it a person saw only
+// "'git push' with --exec: push to the mirror" and granted code execution.
+func TestQuestionCarriesTheEffect(t *testing.T) {
+	t.Parallel()
+	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
+		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}}})
+	st := &State{Policy: p, Helps: describedHelps{}, Preview: newRulePreview, PolicyHash: "hash"}
+	r := requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--exec"}, Rationale: "push to the mirror"}
+	effect, why := elicitable(st, r)
+	if why != "" {
+		t.Fatalf("not asked: %s", why)
+	}
+	got := question("Desk", r, st.Helps, effect).Message
+	want := "Desk: the assistant asks to run 'git push' with --exec: push to the mirror\n" +
+		"Approving grants git push, as the rule will stand:\n" +
+		"  --exec  takes any value  — Same as --receive-pack=<git-receive-pack>.\n" +
+		"  positional arguments: none (positional_max: 0; widen it by hand)\n" +
+		"  plus -h and --help, each run alone"
+	if got != want {
+		t.Errorf("message:\n%s\nwant:\n%s", got, want)
+	}
+
+	command, ok := p.Command(policy.Call{Tool: "git", Subcommand: []string{"status"}, Params: map[string]any{}})
+	if !ok {
+		t.Fatal("no command for git status")
+	}
+	exact := requests.Request{Tool: "git", Subcommand: []string{"status"}, Rationale: "look",
+		Call: &requests.Call{Tool: "git_status", Arguments: []byte(`{}`), Command: command, Cwd: "/srv/repo\u202e", Policy: "hash"}}
+	effect, why = elicitable(st, exact)
+	if why != "" {
+		t.Fatalf("exact call not asked: %s", why)
+	}
+	got = question("Desk", exact, st.Helps, effect).Message
+	want = "Desk: the assistant asks to run exactly 'git status': look\n" +
+		"Approving allows exactly this call (git_status), and nothing like it:\n" +
+		"  command: git status\n" +
+		`  in:      /srv/repo\u202e`
+	if got != want {
+		t.Errorf("exact message:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -118,7 +190,7 @@ func TestQuestion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			q := question("Desk", tc.r, flagHelps{"git push": {"--force"}})
+			q := question("Desk", tc.r, flagHelps{"git push": {"--force"}}, nil)
 			if !strings.HasPrefix(q.Message, "Desk: the assistant asks to run ") {
 				t.Errorf("message %q does not start with the client's name", q.Message)
 			}
@@ -323,7 +395,8 @@ func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
 					return requests.Decide(ctx, log, id, d, time.Now())
 				},
 				State: func() *State {
-					return &State{Policy: p, PolicyHash: "hash", Helps: tc.helps, ElicitTokens: map[string]string{"elicit-token": "Desk"}}
+					return &State{Policy: p, PolicyHash: "hash", Helps: tc.helps, Preview: newRulePreview,
+						ElicitTokens: map[string]string{"elicit-token": "Desk"}}
 				},
 			}
 			def, handler := tool.DefinitionAndHandler()

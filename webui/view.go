@@ -112,20 +112,10 @@ type previewView struct {
 	Summary    string // "added flags --x to git push"
 	Changed    bool
 	Diff       []diffLine
-	Effect     []effectLine // the rule as it will stand
-	Positional string
-	Patterns   string
-	Plan       string // identifies Before and After, so Confirm applies what was shown
+	Effect     requests.Effect // the rule as it will stand
+	Plan       string          // identifies Before and After, so Confirm applies what was shown
 	UnlistedOK bool
 	ConfirmURL string
-}
-
-// effectLine is one flag of the rule as it will stand.
-type effectLine struct {
-	Flag string
-	Kind string // "a switch", "takes any value", …
-	Help string
-	Mark string // requests.Mark of a requested flag; "" when listed
 }
 
 // requestPath is the page route for request id and action ("decide",
@@ -259,7 +249,7 @@ func preview(s site, r *requests.Record, unlistedOK bool) *previewView {
 	pv.Changed = p.Applied.Changed()
 	pv.Diff = unifiedDiff(filepath.Base(s.ConfigPath), p.Before, p.After)
 	pv.Plan = planID(p)
-	pv.Effect, pv.Positional, pv.Patterns = effect(s.Helps, r, p.Rule)
+	pv.Effect = requests.RuleEffect(s.Helps, r, p.Rule)
 	return pv
 }
 
@@ -272,47 +262,6 @@ func planID(p config.ApplyPreview) string {
 	h.Write(p.Before)
 	h.Write(p.After)
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// effect is the rule as it will stand after the merge, as `requests
-// approve` prints it: each flag as a switch or taking a value, its help
-// line, the mark of a requested flag the help does not list; then the
-// positional limit and patterns.
-func effect(h policy.Helps, r *requests.Record, rule *policy.AllowRule) (lines []effectLine, positional, patterns string) {
-	for _, f := range rule.Flags {
-		l := effectLine{Flag: requests.Token(f)}
-		c := rule.FlagConstraints[f]
-		typ, _ := policy.TypeOf(c, h, r.Tool, r.Subcommand, f)
-		switch {
-		case typ == policy.TypeBoolean:
-			l.Kind = "a switch"
-		case c != nil && (c.Pattern != "" || c.Min != nil || c.Max != nil):
-			l.Kind = "takes a value (constrained)"
-		default:
-			l.Kind = "takes any value"
-		}
-		if h != nil {
-			if fh, ok := h.Flag(r.Tool, r.Subcommand, f); ok {
-				l.Help = requests.Text(fh.Description)
-			}
-		}
-		if slices.Contains(r.Flags, f) {
-			l.Mark = requests.Mark(r.Tool, r.Subcommand, policy.ListingOf(h, r.Tool, r.Subcommand, f))
-		}
-		lines = append(lines, l)
-	}
-	switch n := rule.ArgConstraints.PositionalMax; {
-	case n != nil && *n == 0:
-		positional = "none (positional_max: 0; widen it by hand)"
-	case n != nil:
-		positional = "at most " + strconv.Itoa(*n)
-	default:
-		positional = "any number, as they are"
-	}
-	if pats := rule.ArgConstraints.Expressions(); len(pats) > 0 {
-		patterns = strings.Join(requests.Tokens(pats), ", ")
-	}
-	return lines, positional, patterns
 }
 
 // oneLine makes a message one line for the page: whitespace runs, line

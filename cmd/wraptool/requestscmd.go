@@ -292,12 +292,6 @@ func (o *operator) unlistedText(r *requests.Record) string {
 	return requests.Flags(unlisted) + " " + requests.Mark(r.Tool, r.Subcommand, l)
 }
 
-// mark is the mark beside the request's flag (requests.Mark): "" when its
-// subcommand's help, as the introspection cache knows it, lists the flag.
-func (o *operator) mark(r *requests.Record, flag string) string {
-	return requests.Mark(r.Tool, r.Subcommand, policy.ListingOf(o.loaded.Helps, r.Tool, r.Subcommand, flag))
-}
-
 // approval is what `requests approve` was asked to do.
 type approval struct {
 	apply, yes, unlistedOK bool
@@ -424,18 +418,8 @@ func (a *app) recordApproval(ctx context.Context, o *operator, r *requests.Recor
 // policy changed since the denial, or when the call is refused for a reason
 // no exact grant lifts (a deny rule, a denied flag, a NUL…).
 func (a *app) exactEffect(o *operator, r *requests.Record) (string, error) {
-	var b strings.Builder
-	call := r.Call
-	fmt.Fprintf(&b, "\nApproving allows exactly this call (%s), and nothing like it:\n", requests.Token(call.Tool))
-	fmt.Fprintf(&b, "  command: %s\n", requests.Command(call.Command))
-	fmt.Fprintf(&b, "  in:      %s\n", requests.Token(call.Cwd))
-	if unlisted := o.unlistedText(r); unlisted != "" {
-		fmt.Fprintf(&b, "  flags the help does not list: %s\n", unlisted)
-	}
-	if err := r.Grantable(o.loaded.Policy, o.loaded.PolicyHash()); err != nil {
-		return b.String(), err
-	}
-	return b.String(), nil
+	text := "\n" + strings.Join(requests.ExactLines(r.Call, o.unlistedText(r)), "\n") + "\n"
+	return text, r.Grantable(o.loaded.Policy, o.loaded.PolicyHash())
 }
 
 func (a *app) deny(ctx context.Context, id, reason string) error {
@@ -474,59 +458,17 @@ func (a *app) printRequest(o *operator, r *requests.Record) {
 
 // effect renders what approving grants: the rule as it will stand after the
 // merge, every flag with its help line and "takes any value" where it takes
-// one, and the positional limit. err says why the merge could not be made
+// one, and the positional limit (requests.RuleEffect, which every screen
+// that asks for a decision shows). err says why the merge could not be made
 // (then --apply is refused).
 func (a *app) effect(o *operator, r *requests.Record) (string, error) {
-	var b strings.Builder
-	command := requests.Token(r.Tool) + " " + requests.Subcommand(r.Subcommand)
 	rule, _, err := config.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 	if err != nil {
-		fmt.Fprintf(&b, "\nApproving records the decision; the capability cannot be merged into the config: %v\n", err)
-		fmt.Fprintf(&b, "It asks for: %s %s\n", command, requests.Flags(r.Flags))
-		return b.String(), err
+		command := requests.Token(r.Tool) + " " + requests.Subcommand(r.Subcommand)
+		return fmt.Sprintf("\nApproving records the decision; the capability cannot be merged into the config: %v\nIt asks for: %s %s\n",
+			err, command, requests.Flags(r.Flags)), err
 	}
-	fmt.Fprintf(&b, "\nApproving grants %s, as the rule will stand:\n", command)
-	h := o.loaded.Helps
-	for _, f := range rule.Flags {
-		line := "  " + requests.Token(f)
-		typ, _ := policy.TypeOf(rule.FlagConstraints[f], h, r.Tool, r.Subcommand, f)
-		c := rule.FlagConstraints[f]
-		switch {
-		case typ == policy.TypeBoolean:
-			line += "  a switch"
-		case c != nil && (c.Pattern != "" || c.Min != nil || c.Max != nil):
-			line += "  takes a value (constrained)"
-		default:
-			line += "  takes any value"
-		}
-		if h != nil {
-			if fh, ok := h.Flag(r.Tool, r.Subcommand, f); ok && fh.Description != "" {
-				line += "  — " + requests.Text(fh.Description)
-			}
-		}
-		if slices.Contains(r.Flags, f) {
-			if m := o.mark(r, f); m != "" {
-				line += "  " + m
-			}
-		}
-		fmt.Fprintln(&b, line)
-	}
-	if len(rule.Flags) == 0 {
-		fmt.Fprintln(&b, "  (no flags)")
-	}
-	switch n := rule.ArgConstraints.PositionalMax; {
-	case n != nil && *n == 0:
-		fmt.Fprintln(&b, "  positional arguments: none (positional_max: 0; widen it by hand)")
-	case n != nil:
-		fmt.Fprintf(&b, "  positional arguments: at most %d\n", *n)
-	default:
-		fmt.Fprintln(&b, "  positional arguments: any number, as they are")
-	}
-	if pats := rule.ArgConstraints.Expressions(); len(pats) > 0 {
-		fmt.Fprintf(&b, "  positional patterns: %s\n", strings.Join(requests.Tokens(pats), ", "))
-	}
-	fmt.Fprintln(&b, "  plus -h and --help, each run alone")
-	return b.String(), nil
+	return "\n" + strings.Join(requests.RuleEffect(o.loaded.Helps, r, rule).Lines(), "\n") + "\n", nil
 }
 
 // interactive reports whether a person can answer a prompt: stdin is a

@@ -113,6 +113,28 @@ func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay {
 	return o
 }
 
+// PreviewRule is the allow rule tool/sub/flags would stand as once merged
+// into the served config (help flags not seeded): the same merge a grant
+// and ApplyRequest make, on the bytes this load read, so what a person is
+// asked about in a client is what approving there puts in force. It refuses
+// what a grant refuses.
+func (l *Loaded) PreviewRule(tool string, sub, flags []string) (*policy.AllowRule, error) {
+	c := l.Config
+	abs, err := filepath.Abs(c.File)
+	if err != nil {
+		abs = c.File
+	}
+	base, ok := c.fileSet().read[abs]
+	if !ok || base.err != nil {
+		return nil, errNoConfigBytes
+	}
+	m, err := plan(c.File, base.data, tool, sub, flags, l.paths, c.files)
+	if err != nil {
+		return nil, err
+	}
+	return m.rule, nil
+}
+
 // errNoConfigBytes is why no grant merges into a Loaded that did not read
 // its config from a file (built by hand).
 var errNoConfigBytes = &applyError{ErrInvalidRequest, "the loaded config's bytes are not at hand"}
