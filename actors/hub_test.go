@@ -1757,3 +1757,74 @@ func TestBindingWriterBindsBeforeTheHead(t *testing.T) {
 		})
 	}
 }
+
+// Hostile spellings of a session's credentials and ids: the gate reads the
+// same header and query values the SDK and the token check read (the
+// first of each), so no spelling reaches a session past its binding, and
+// the token's own allowed spellings (the scheme in any case, spaces
+// around the token) are the same token.
+func TestHubSessionGateHostileInputs(t *testing.T) {
+	t.Parallel()
+	h := startBindingHub(t, HubOptions{})
+	onMain := h.openSession(t, mainToken)
+	onElicit := h.openSession(t, elicitToken)
+	sseMain := h.openSSE(t, mainToken)
+	defer sseMain.close()
+	sseElicit := h.openSSE(t, elicitToken)
+	defer sseElicit.close()
+
+	tests := []struct {
+		name    string
+		path    string
+		auth    []string // Authorization headers, in order
+		session []string // Mcp-Session-Id headers, in order
+		body    string
+		status  int
+	}{
+		{"the scheme in another case and spaces around the token are the same token", "/mcp",
+			[]string{"bEaReR   " + mainToken + "  "}, []string{onMain}, ping, 200},
+		{"a second session header naming the token's own session does not help", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{onElicit, onMain}, ping, 403},
+		{"a second Authorization header with the session's token does not help", "/mcp",
+			[]string{"Bearer " + elicitToken, "Bearer " + mainToken}, []string{onMain}, ping, 403},
+		{"the session id in another case names no session", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{strings.ToLower(onMain)}, ping, 404},
+		{"spaces around the session id are not part of it (HTTP trims them)", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{" " + onMain + " "}, ping, 200},
+		{"a second sessionid naming the token's own SSE session does not help", "/sse?sessionid=" + sseElicit.id + "&sessionid=" + sseMain.id,
+			[]string{"Bearer " + mainToken}, nil, ping, 403},
+		{"an SSE session id given to /mcp names no session", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{sseMain.id}, ping, 404},
+		{"a Streamable HTTP session id given to /sse names no session", "/sse?sessionid=" + onMain,
+			[]string{"Bearer " + mainToken}, nil, ping, 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", h.baseURL()+tt.path, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for _, a := range tt.auth {
+				req.Header.Add("Authorization", a)
+			}
+			for _, s := range tt.session {
+				req.Header.Add("Mcp-Session-Id", s)
+			}
+			res, err := h.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			want := tt.status
+			if strings.HasPrefix(tt.path, "/sse") && want == 200 {
+				want = 202
+			}
+			if res.StatusCode != want {
+				t.Errorf("status %d, body %q; want %d", res.StatusCode, data, want)
+			}
+		})
+	}
+}
