@@ -1210,7 +1210,9 @@ var batchRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"me
 func refuseBatches(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
-			br := bufio.NewReader(r.Body)
+			// A small buffer: only the first bytes are looked at, and
+			// the SDK's larger reads then go past it to the body.
+			br := bufio.NewReaderSize(r.Body, 64)
 			lead, batch := startsBatch(br)
 			if batch {
 				w.Header().Set("Content-Type", "application/json")
