@@ -1,10 +1,14 @@
 package actors
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -58,6 +62,14 @@ const (
 	// ShutdownGrace lets tool calls in flight finish on stop before they
 	// are killed.
 	ShutdownGrace = 10 * time.Second
+	// MaxSessions bounds the Streamable HTTP sessions open at once, and
+	// with them what the hub remembers of each (the token it belongs to):
+	// the MCP SDK sets no limit, and a client may open a session per
+	// connection attempt. Past it, opening one closes the least recently
+	// used (one without a stream and idle first). Legacy SSE sessions need
+	// no bound of their own: each holds a connection, so MaxConns bounds
+	// them.
+	MaxSessions = 1024
 )
 
 // Hub owns the MCP listener: legacy SSE at /sse and Streamable HTTP at /mcp
@@ -79,9 +91,12 @@ type Hub struct {
 	maxConns    int
 	log         *slog.Logger
 
-	// streams tracks the Streamable HTTP sessions that never opened a GET
-	// stream, which Run expires after StreamlessTimeout.
+	// streams tracks the Streamable HTTP sessions: the token each belongs
+	// to, and those that never opened a GET stream, which Run expires
+	// after StreamlessTimeout.
 	streams *streamWatch
+	// sseBound is the token each live legacy SSE session belongs to.
+	sseBound *sseBindings
 	// undelivered counts the list_changed notifications a notify round
 	// could not deliver, one debug line per round.
 	undelivered *undelivered
@@ -130,6 +145,9 @@ type HubOptions struct {
 	// its GET stream and sent nothing for this long; zero means
 	// StreamlessTimeout.
 	StreamlessTimeout time.Duration
+	// MaxSessions bounds the Streamable HTTP sessions open at once; zero
+	// means MaxSessions.
+	MaxSessions int
 }
 
 // NewHub serves server as o says. It binds nothing until Listen.
@@ -149,12 +167,16 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.StreamlessTimeout <= 0 {
 		o.StreamlessTimeout = StreamlessTimeout
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = MaxSessions
+	}
 	runs, abort := context.WithCancel(context.Background())
 	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, snapshots: o.Snapshots,
 		runs: runs, abortCalls: abort, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
 		maxConns: o.MaxConns, ready: o.Ready, log: log.With("component", "hub"), idle: make(chan struct{}),
 		done: make(chan struct{})}
-	h.streams = newStreamWatch(o.StreamlessTimeout, h.liveSessions, h.log)
+	h.streams = newStreamWatch(o.StreamlessTimeout, o.MaxSessions, h.liveSessions, h.log)
+	h.sseBound = &sseBindings{bound: map[string]binding{}}
 	h.undelivered = &undelivered{log: h.log, rounds: map[context.Context]int{}}
 	close(h.idle)
 	server.AddReceivingMiddleware(h.track)
@@ -432,8 +454,8 @@ func (h *Hub) Handler() http.Handler {
 		// from wraptool's files.
 		w.Write([]byte("ok\nconfinement: " + h.confinement() + "\n"))
 	})
-	mux.Handle("/sse", guard.WrapMethods(sseMethods, sseLife(sse)))
-	mux.Handle("/mcp", guard.WrapMethods(streamableMethods, h.streams.observe(streamable)))
+	mux.Handle("/sse", guard.WrapMethods(sseMethods, h.sseLife(refuseBatches(sse))))
+	mux.Handle("/mcp", guard.WrapMethods(streamableMethods, h.gateStreamable(refuseBatches(h.streams.observe(streamable)))))
 	// Every other path, after the DNS-rebinding check: the OAuth ones get
 	// their 404 that says why, the rest a plain one. Both are refusals:
 	// answered at once, without waiting for a body nobody reads.
@@ -458,14 +480,29 @@ type sessionLifeKey struct{}
 // lifetime (the stream is the session), and its id: go-sdk names a legacy
 // SSE session only in the endpoint it announces on the stream
 // (?sessionid=…), and its ServerSession.ID() is "" there, so the id is read
-// from that first event as it is written, for the audit log.
-func sseLife(next http.Handler) http.Handler {
+// from that first event as it is written, for the audit log. The session
+// belongs to the token that opened the stream: the id is bound to it before
+// the event reaches the client, and a message (POST ?sessionid=…) is
+// refused unless it carries that token (see admit).
+func (h *Hub) sseLife(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			sw := &sseIDWriter{ResponseWriter: w}
+		cred := h.credential(r)
+		switch r.Method {
+		case http.MethodGet:
+			sw := &sseIDWriter{ResponseWriter: w, found: func(id string) { h.sseBound.bind(id, cred) }}
 			ctx := context.WithValue(r.Context(), sessionLifeKey{}, r.Context())
 			ctx = toolset.WithSessionID(ctx, sw.sessionID)
+			defer func() {
+				if id := sw.sessionID(); id != "" {
+					h.sseBound.forget(id)
+				}
+			}()
 			w, r = sw, r.WithContext(ctx)
+		case http.MethodPost:
+			if status, msg := h.sseBound.admit(r.URL.Query().Get("sessionid"), cred, h.tokenValid); status != 0 {
+				refuseSession(w, r, status, msg)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -481,10 +518,13 @@ const sseEndpointScan = 4 << 10
 // race detector's sake and for a stream that never announces one.
 type sseIDWriter struct {
 	http.ResponseWriter
-	mu   sync.Mutex
-	id   string
-	head []byte // the stream so far, until the id is found or the scan ends
-	done bool
+	// found, when not nil, is told the id once it is read, before the
+	// event that carries it is passed on.
+	found func(id string)
+	mu    sync.Mutex
+	id    string
+	head  []byte // the stream so far, until the id is found or the scan ends
+	done  bool
 }
 
 func (w *sseIDWriter) Write(p []byte) (int, error) {
@@ -494,6 +534,10 @@ func (w *sseIDWriter) Write(p []byte) (int, error) {
 		w.id, w.done = sseSessionID(w.head)
 		if w.done || len(w.head) >= sseEndpointScan {
 			w.done, w.head = true, nil
+		}
+		if w.id != "" && w.found != nil {
+			w.found(w.id)
+			w.found = nil
 		}
 	}
 	w.mu.Unlock()
@@ -646,6 +690,7 @@ func listenUnix(path string) (net.Listener, error) {
 // use; Run sweeps until its context ends.
 type streamWatch struct {
 	timeout time.Duration
+	max     int                      // the sessions it keeps at most (MaxSessions)
 	live    func() map[string]func() // the server's sessions now: id → Close
 	log     *slog.Logger
 
@@ -661,33 +706,45 @@ type sessionUse struct {
 	// end ends the session's lifetime (sessionLifeKey), stopping its
 	// calls; nil for a session the watch did not see created.
 	end context.CancelFunc
+	// bound is the token the session belongs to; nil for a session the
+	// watch did not see created, which no request may use.
+	bound *binding
 }
 
-func newStreamWatch(timeout time.Duration, live func() map[string]func(), log *slog.Logger) *streamWatch {
-	return &streamWatch{timeout: timeout, live: live, log: log, sessions: map[string]*sessionUse{}}
+func newStreamWatch(timeout time.Duration, max int, live func() map[string]func(), log *slog.Logger) *streamWatch {
+	return &streamWatch{timeout: timeout, max: max, live: live, log: log, sessions: map[string]*sessionUse{}}
 }
 
 // sessionHeader names the session a Streamable HTTP request belongs to.
 const sessionHeader = "Mcp-Session-Id"
 
-// observe passes /mcp's requests to next, noting for each session whether
-// it opened a GET stream and when it was last busy. A session is first
-// noted when the initialize that created it is answered (the id is in the
-// response's header once next returns); a GET can reach the server before
-// that, so it notes the session too. Ids that name no session (forged or
-// expired) are dropped by the next sweep.
+// observe passes /mcp's requests to next, noting for each session the
+// token it belongs to, whether it opened a GET stream and when it was last
+// busy. A session is first noted, and bound to the credential its
+// initialize carried (credentialKey), as the head of that initialize's
+// answer goes out: the client learns the id from that head, so none of its
+// requests can arrive before the binding. Requests naming a session have
+// passed admit (gateStreamable) before they get here.
 func (sw *streamWatch) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionHeader)
 		switch {
 		case id == "" && r.Method == http.MethodPost:
+			cred, _ := r.Context().Value(credentialKey{}).(binding)
 			life, end := context.WithCancel(context.Background())
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, life)))
-			if created := w.Header().Get(sessionHeader); created != "" {
-				sw.update(created, func(u *sessionUse) { u.last = time.Now(); u.end = end })
-			} else {
+			var evicted []string
+			bw := &bindingWriter{ResponseWriter: w}
+			bw.created = func(created string) { evicted = sw.bind(created, cred, end) }
+			next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, life)))
+			// A handler that wrote nothing has its head written by
+			// net/http after this returns; the binding comes first. The
+			// Once also makes evicted safe to read here, whichever
+			// goroutine wrote the head.
+			bw.writingHead()
+			if w.Header().Get(sessionHeader) == "" {
 				end()
 			}
+			sw.closeEvicted(evicted)
 			return
 		case id != "" && r.Method == http.MethodDelete:
 			// The client ends its session: stop its calls first, or the
@@ -707,6 +764,93 @@ func (sw *streamWatch) observe(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bind notes session id, just created, as belonging to b, with end ending
+// its lifetime. Past the watch's bound it forgets the least recently used
+// other sessions, preferring those without a stream and idle, and returns
+// their ids for closeEvicted (closing a session waits for it, so not under
+// the lock, nor while the SDK writes the new session's answer).
+func (sw *streamWatch) bind(id string, b binding, end context.CancelFunc) (evicted []string) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	u := sw.sessions[id]
+	if u == nil {
+		u = &sessionUse{}
+		sw.sessions[id] = u
+	}
+	u.last, u.end, u.bound = time.Now(), end, &b
+	for len(sw.sessions) > sw.max {
+		victim, vu := "", (*sessionUse)(nil)
+		for other, ou := range sw.sessions {
+			if other != id && (vu == nil || evictsBefore(ou, vu)) {
+				victim, vu = other, ou
+			}
+		}
+		if vu == nil {
+			break
+		}
+		if vu.end != nil {
+			vu.end()
+		}
+		delete(sw.sessions, victim)
+		evicted = append(evicted, victim)
+	}
+	return evicted
+}
+
+// evictsBefore orders sessions for eviction: idle before busy, without a
+// stream before with one (a client with a stream is one that stays), then
+// the longest unused first.
+func evictsBefore(a, b *sessionUse) bool {
+	rank := func(u *sessionUse) int {
+		switch {
+		case u.active > 0:
+			return 2
+		case u.streamed:
+			return 1
+		}
+		return 0
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra < rb
+	}
+	return a.last.Before(b.last)
+}
+
+// closeEvicted closes the sessions bind forgot, so the server holds no
+// more of them than the watch remembers.
+func (sw *streamWatch) closeEvicted(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	live := sw.live()
+	for _, id := range ids {
+		if closeSession := live[id]; closeSession != nil {
+			closeSession()
+		}
+	}
+	sw.log.Info("too many sessions; closed the least recently used", "count", len(ids), "max", sw.max)
+}
+
+// admit decides whether a request that authenticated as cred may use
+// session id: 0 when it may (the session then keeps the binding admit
+// gives), else the status and message to refuse it with. A session the
+// watch never saw bound is not found, as the SDK would say of an unknown
+// id.
+func (sw *streamWatch) admit(id string, cred binding, valid func([sha256.Size]byte) bool) (int, string) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	u := sw.sessions[id]
+	if u == nil || u.bound == nil {
+		return http.StatusNotFound, "session not found"
+	}
+	keep, refusal := admit(*u.bound, cred, valid)
+	if refusal != "" {
+		return http.StatusForbidden, refusal
+	}
+	u.bound = &keep
+	return 0, ""
 }
 
 // update applies change to session id's record, making one if needed.
@@ -833,3 +977,274 @@ func rejectedByTransport(err error) bool {
 // codeRejected is the go-sdk's jsonrpc2.ErrRejected code, which its public
 // jsonrpc package does not export.
 const codeRejected = -32005
+
+// binding is what a session belongs to: the role of the token that created
+// it and a digest of that token. Only the digest is kept, never the token,
+// so the hub holds no credential of its own and a binding could be written
+// down as it is.
+type binding struct {
+	// role is roleMain, roleElicit followed by the client's name, or ""
+	// for a request that matched no configured token (a server without
+	// authentication).
+	role   string
+	digest [sha256.Size]byte // SHA-256 of the bearer token sent ("" when none)
+}
+
+// The roles a token can have. A session is asked to approve its own
+// requests only on an elicitation client's token, so a session must never
+// change role: the main token's session must not become askable because
+// one request carried another token.
+const (
+	roleMain   = "mcp.auth_token_file"
+	roleElicit = "mcp.elicit_clients:"
+)
+
+// The refusals of a request on a session that belongs to another token.
+// They say which case it is and what to do, and name no token or client.
+const (
+	refuseOtherToken = "forbidden: this session belongs to the bearer token that created it, and this request carries another one; " +
+		"send the session's own token, or open a new session with this one"
+	refuseRoleChanged = "forbidden: the bearer token that created this session has since been given another role in the config; " +
+		"open a new session"
+)
+
+// admit decides whether a request that authenticated as cred may use a
+// session bound to b. It returns the binding the session keeps and, when
+// the request is refused, why. The same token in the same role is admitted.
+// Another token is admitted only as the rotated replacement of the
+// session's: the same role, and the session's own token no longer valid
+// (valid reports whether a digest is of a token the config holds now), so
+// a session on the main token survives the rotation of the main token, and
+// is bound to the new one from then on. Everything else is refused: a
+// token of another role (the main token's session used with an elicitation
+// client's, or the reverse), a second token of the same role while the
+// first still works, and the session's own token after a reload gave it
+// another role.
+func admit(b, cred binding, valid func([sha256.Size]byte) bool) (binding, string) {
+	sameToken := subtle.ConstantTimeCompare(b.digest[:], cred.digest[:]) == 1
+	switch {
+	case sameToken && cred.role == b.role:
+		return b, ""
+	case sameToken:
+		return b, refuseRoleChanged
+	case cred.role == b.role && !valid(b.digest):
+		return cred, ""
+	}
+	return b, refuseOtherToken
+}
+
+// credentialKey is the context key under which gateStreamable hands
+// observe the credential of the request that may create a session.
+type credentialKey struct{}
+
+// credential is what r authenticated as: the role of the token it carries
+// and the token's digest. Every configured token is compared, in constant
+// time, each time.
+func (h *Hub) credential(r *http.Request) binding {
+	header := r.Header.Get("Authorization")
+	token := header
+	if scheme, rest, ok := strings.Cut(header, " "); ok && strings.EqualFold(scheme, "Bearer") {
+		token = strings.TrimSpace(rest)
+	}
+	b := binding{digest: sha256.Sum256([]byte(token))}
+	if h.snapshots == nil {
+		return b
+	}
+	snap := h.snapshots.Current()
+	if httpguard.BearerMatches(header, snap.MCPToken) {
+		b.role = roleMain
+	}
+	for tok, name := range snap.ElicitTokens {
+		if httpguard.BearerMatches(header, tok) && b.role == "" {
+			b.role = roleElicit + name
+		}
+	}
+	return b
+}
+
+// tokenValid reports whether digest is of a token the config holds now
+// (the MCP token or an elicitation client's).
+func (h *Hub) tokenValid(digest [sha256.Size]byte) bool {
+	if h.snapshots == nil {
+		return false
+	}
+	snap := h.snapshots.Current()
+	valid := false
+	check := func(tok string) {
+		if tok == "" {
+			return
+		}
+		d := sha256.Sum256([]byte(tok))
+		if subtle.ConstantTimeCompare(d[:], digest[:]) == 1 {
+			valid = true
+		}
+	}
+	check(snap.MCPToken)
+	for tok := range snap.ElicitTokens {
+		check(tok)
+	}
+	return valid
+}
+
+// gateStreamable refuses, before the SDK sees it, a request on a
+// Streamable HTTP session (POST, GET stream, DELETE) that belongs to
+// another token (403), or that names a session the hub never bound (404,
+// as the SDK answers an unknown id; the client initializes anew). So
+// whether a session is asked to approve never depends on one request's
+// header: every request that reaches it carries a token of its role. A
+// request without a session id goes on with its credential, which the
+// session it creates is bound to.
+func (h *Hub) gateStreamable(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cred := h.credential(r)
+		if id := r.Header.Get(sessionHeader); id != "" {
+			if status, msg := h.streams.admit(id, cred, h.tokenValid); status != 0 {
+				refuseSession(w, r, status, msg)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialKey{}, cred)))
+	})
+}
+
+// refuseSession answers a request admit refused. A 403 closes the
+// connection as every refusal does; a 404 is a session that ended, which
+// its client meets in the normal course, so its connection stays.
+func refuseSession(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if status == http.StatusForbidden {
+		httpguard.Refuse(w, r, status, msg)
+		return
+	}
+	http.Error(w, msg, status)
+}
+
+// bindingWriter tells created the session id an initialize's answer
+// carries, as that answer's head is written (by WriteHeader, the first
+// Write or a Flush), before anything reaches the client.
+type bindingWriter struct {
+	http.ResponseWriter
+	created func(id string)
+	once    sync.Once
+}
+
+// writingHead tells created the id, the first time only.
+func (w *bindingWriter) writingHead() {
+	w.once.Do(func() {
+		if id := w.Header().Get(sessionHeader); id != "" {
+			w.created(id)
+		}
+	})
+}
+
+func (w *bindingWriter) WriteHeader(code int) {
+	w.writingHead()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *bindingWriter) Write(p []byte) (int, error) {
+	w.writingHead()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps the answer flushable: the SDK flushes each event of a
+// stream, and an unwrapped flush would write the head past writingHead.
+func (w *bindingWriter) Flush() {
+	w.writingHead()
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *bindingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// sseBindings is the token each live legacy SSE session belongs to, by
+// session id. A binding lives while its session's stream (a GET, holding a
+// connection) does, so MaxConns bounds the map. Safe for concurrent use.
+type sseBindings struct {
+	mu    sync.Mutex
+	bound map[string]binding
+}
+
+func (s *sseBindings) bind(id string, b binding) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bound[id] = b
+}
+
+func (s *sseBindings) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.bound, id)
+}
+
+// admit is streamWatch.admit for a legacy SSE session: 0 when a message
+// from cred may reach session id.
+func (s *sseBindings) admit(id string, cred binding, valid func([sha256.Size]byte) bool) (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.bound[id]
+	if !ok {
+		return http.StatusNotFound, "session not found"
+	}
+	keep, refusal := admit(b, cred, valid)
+	if refusal != "" {
+		return http.StatusForbidden, refusal
+	}
+	s.bound[id] = keep
+	return 0, ""
+}
+
+// batchRefusal is the answer to a JSON-RPC batch: a JSON-RPC error
+// (-32600, invalid request) with a null id, since no one message of the
+// batch is answered.
+var batchRefusal = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: send each message in a request of its own"}}` + "\n")
+
+// refuseBatches answers a POST whose body is a JSON-RPC batch (its first
+// byte that is not JSON whitespace is '[') with 400 and batchRefusal, on
+// both endpoints and whatever protocol version the session speaks. MCP
+// dropped batching in 2025-06-18, and the SDK, which still runs the
+// batches of older sessions, would run every message of one in a single
+// step: an [initialize, tools/call] batch called a tool before the client
+// had sent notifications/initialized. The body is already in memory (the
+// guard read it, within its limit and deadline), so the look costs no
+// network read and leaves the body whole for the SDK.
+func refuseBatches(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+			// A small buffer: only the first bytes are looked at, and
+			// the SDK's larger reads then go past it to the body.
+			br := bufio.NewReaderSize(r.Body, 64)
+			lead, batch := startsBatch(br)
+			if batch {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("X-Content-Type-Options", "nosniff")
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write(batchRefusal)
+				return
+			}
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(lead), br), r.Body}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// startsBatch reports whether the JSON text br holds is an array, reading
+// no further than its first byte that is not whitespace (left unread). It
+// returns the whitespace it read, to be put back.
+func startsBatch(br *bufio.Reader) (lead []byte, batch bool) {
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			return lead, false
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			lead = append(lead, c)
+			continue
+		}
+		br.UnreadByte()
+		return lead, c == '['
+	}
+}

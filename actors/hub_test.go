@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,6 +155,8 @@ type hubRequest struct {
 	body string
 	// chunked sends the body without a Content-Length.
 	chunked bool
+	// session, when set, is sent as Mcp-Session-Id.
+	session string
 }
 
 type hubResponse struct {
@@ -187,6 +191,9 @@ func (h *hubHarness) do(t *testing.T, r hubRequest) hubResponse {
 	}
 	if r.origin != "" {
 		req.Header.Set("Origin", r.origin)
+	}
+	if r.session != "" {
+		req.Header.Set("Mcp-Session-Id", r.session)
 	}
 	res, err := h.client.Do(req)
 	if err != nil {
@@ -1187,7 +1194,7 @@ func TestStreamWatchExpiresOnlyIdleStreamlessSessions(t *testing.T) {
 		live := map[string]bool{"idle": true, "streamed": true, "busy": true, "unseen": true}
 		var closed []string
 		var mu sync.Mutex
-		sw := newStreamWatch(StreamlessTimeout, func() map[string]func() {
+		sw := newStreamWatch(StreamlessTimeout, MaxSessions, func() map[string]func() {
 			mu.Lock()
 			defer mu.Unlock()
 			m := map[string]func(){}
@@ -1244,4 +1251,580 @@ func TestStreamWatchExpiresOnlyIdleStreamlessSessions(t *testing.T) {
 			t.Fatalf("closed %v, want the busy session ended 5.5 min after its request", got)
 		}
 	})
+}
+
+// The tokens of the binding tests: the main MCP token and an elicitation
+// client's.
+const (
+	mainToken   = "main-token-0123456789"
+	elicitToken = "elicit-token-0123456789"
+)
+
+// bindingSnapshot is a snapshot with the main token main and elicitation
+// clients by token (token → name).
+func bindingSnapshot(main string, elicit map[string]string) *Snapshot {
+	s := &Snapshot{MCPToken: main}
+	s.ElicitTokens = elicit
+	return s
+}
+
+// startBindingHub runs a hub on mainToken and elicitToken ("Desk").
+func startBindingHub(t *testing.T, o HubOptions) *hubHarness {
+	t.Helper()
+	o.Transport, o.Listen = "sse", "127.0.0.1:0"
+	h := newHubHarness(t, o, "")
+	h.snaps.Store(bindingSnapshot(mainToken, map[string]string{elicitToken: "Desk"}))
+	h.stop = start(t, h.hub)
+	return h
+}
+
+// openSession initializes a Streamable HTTP session with token and sends
+// notifications/initialized; it returns the session id.
+func (h *hubHarness) openSession(t *testing.T, token string) string {
+	t.Helper()
+	res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: token})
+	id := res.header.Get("Mcp-Session-Id")
+	if res.status != 200 || id == "" {
+		t.Fatalf("initialize with %q: status %d, session %q, body %q", token, res.status, id, res.body)
+	}
+	if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: token, session: id,
+		body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`}); res.status != 202 {
+		t.Fatalf("initialized: status %d, body %q", res.status, res.body)
+	}
+	return id
+}
+
+// ping is a JSON-RPC ping, a request any initialized session answers.
+const ping = `{"jsonrpc":"2.0","id":7,"method":"ping"}`
+
+// checkRefusal fails unless res is a refusal with status whose body says
+// want and holds none of the tokens.
+func checkRefusal(t *testing.T, what string, res hubResponse, status int, want string) {
+	t.Helper()
+	if res.status != status || !strings.Contains(res.body, want) {
+		t.Errorf("%s: status %d, body %q; want %d saying %q", what, res.status, res.body, status, want)
+	}
+	for _, tok := range []string{mainToken, elicitToken, "main-2", "elicit-2"} {
+		if strings.Contains(res.body, tok) {
+			t.Errorf("%s: the refusal %q shows a token", what, res.body)
+		}
+	}
+}
+
+// A Streamable HTTP session belongs to the token it was created with: a
+// POST, GET stream or DELETE on it with another valid token is refused
+// with 403 before the SDK sees it, and the session goes on working with
+// its own token. Ids the hub never bound get the SDK's 404.
+func TestHubBindsStreamableSessionsToTheirToken(t *testing.T) {
+	t.Parallel()
+	h := startBindingHub(t, HubOptions{})
+	onMain := h.openSession(t, mainToken)
+	onElicit := h.openSession(t, elicitToken)
+
+	tests := []struct {
+		name          string
+		req           hubRequest
+		status        int
+		want          string
+		startsTheCall bool
+	}{
+		{"a ping on the main token's session with the elicit token is refused",
+			hubRequest{method: "POST", path: "/mcp", token: elicitToken, session: onMain, body: ping}, 403, "belongs to the bearer token that created it", false},
+		{"a tool call on the main token's session with the elicit token is refused",
+			hubRequest{method: "POST", path: "/mcp", token: elicitToken, session: onMain,
+				body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow","arguments":{}}}`}, 403, "belongs to the bearer token that created it", false},
+		{"the GET stream of the main token's session with the elicit token is refused",
+			hubRequest{method: "GET", path: "/mcp", token: elicitToken, session: onMain}, 403, "belongs to the bearer token that created it", false},
+		{"ending the main token's session with the elicit token is refused",
+			hubRequest{method: "DELETE", path: "/mcp", token: elicitToken, session: onMain}, 403, "belongs to the bearer token that created it", false},
+		{"the elicit token's session with the main token is refused",
+			hubRequest{method: "POST", path: "/mcp", token: mainToken, session: onElicit, body: ping}, 403, "belongs to the bearer token that created it", false},
+		{"an initialize naming another token's session is refused",
+			hubRequest{method: "POST", path: "/mcp", token: mainToken, session: onElicit}, 403, "belongs to the bearer token that created it", false},
+		{"an id no session has is not found",
+			hubRequest{method: "POST", path: "/mcp", token: mainToken, session: "NOSUCHSESSION", body: ping}, 404, "session not found", false},
+		{"a forged id on a GET is not found",
+			hubRequest{method: "GET", path: "/mcp", token: mainToken, session: "../../x y"}, 404, "session not found", false},
+	}
+	for _, tt := range tests {
+		res := h.do(t, tt.req)
+		checkRefusal(t, tt.name, res, tt.status, tt.want)
+	}
+	select {
+	case <-h.started:
+		t.Fatal("a refused tool call ran")
+	default:
+	}
+	for _, c := range []struct{ token, id string }{{mainToken, onMain}, {elicitToken, onElicit}} {
+		if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: c.token, session: c.id, body: ping}); res.status != 200 || !strings.Contains(res.body, `"result"`) {
+			t.Errorf("a ping on the session with its own token: status %d, body %q", res.status, res.body)
+		}
+	}
+	if res := h.do(t, hubRequest{method: "DELETE", path: "/mcp", token: mainToken, session: onMain}); res.status/100 != 2 {
+		t.Errorf("ending the session with its own token: status %d, body %q", res.status, res.body)
+	}
+}
+
+// A reload that rotates a token: the old one stops working (401); the
+// session it created goes on with the rotated replacement of the same role
+// (and is bound to it from then on), never with a token of another role;
+// a second token of the same role is refused while the session's own still
+// works; a token that a reload moved to another role takes none of its
+// sessions with it.
+func TestHubSessionsAcrossTokenRotation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// open is the token the session is created with; then the
+		// snapshot becomes after, and send is the token of the request.
+		open   string
+		after  *Snapshot
+		send   string
+		status int
+		want   string
+	}{
+		{"the main token's session goes on with the rotated main token",
+			mainToken, bindingSnapshot("main-2", map[string]string{elicitToken: "Desk"}), "main-2", 200, `"result"`},
+		{"the main token's session is not taken over by the elicit token after the main token rotated",
+			mainToken, bindingSnapshot("main-2", map[string]string{elicitToken: "Desk"}), elicitToken, 403, "belongs to the bearer token"},
+		{"the old main token stops working",
+			mainToken, bindingSnapshot("main-2", map[string]string{elicitToken: "Desk"}), mainToken, 401, "unauthorized"},
+		{"an elicit client's session goes on with that client's rotated token",
+			elicitToken, bindingSnapshot(mainToken, map[string]string{"elicit-2": "Desk"}), "elicit-2", 200, `"result"`},
+		{"an elicit client's session is not taken over by the main token after its token rotated",
+			elicitToken, bindingSnapshot(mainToken, map[string]string{"elicit-2": "Desk"}), mainToken, 403, "belongs to the bearer token"},
+		{"an elicit client's session is not taken over by another client's token",
+			elicitToken, bindingSnapshot(mainToken, map[string]string{"elicit-2": "Phone"}), "elicit-2", 403, "belongs to the bearer token"},
+		{"a second token of the same client is refused while the session's own still works",
+			elicitToken, bindingSnapshot(mainToken, map[string]string{elicitToken: "Desk", "elicit-2": "Desk"}), "elicit-2", 403, "belongs to the bearer token"},
+		{"the main token's session is refused once its token became an elicit client's",
+			mainToken, bindingSnapshot("main-2", map[string]string{mainToken: "Desk"}), mainToken, 403, "another role"},
+		{"the rotated main token does not take a session whose token became an elicit client's",
+			mainToken, bindingSnapshot("main-2", map[string]string{mainToken: "Desk"}), "main-2", 403, "belongs to the bearer token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := startBindingHub(t, HubOptions{})
+			id := h.openSession(t, tt.open)
+			h.snaps.Store(tt.after)
+			res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: tt.send, session: id, body: ping})
+			checkRefusal(t, "the request after the reload", res, tt.status, tt.want)
+		})
+	}
+
+	t.Run("after a rotation the session belongs to the new token", func(t *testing.T) {
+		t.Parallel()
+		h := startBindingHub(t, HubOptions{})
+		id := h.openSession(t, mainToken)
+		h.snaps.Store(bindingSnapshot("main-2", nil))
+		if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: "main-2", session: id, body: ping}); res.status != 200 {
+			t.Fatalf("the rotated token: status %d, body %q", res.status, res.body)
+		}
+		// The old token comes back as an elicit client's: it is valid
+		// again, but the session now belongs to main-2.
+		h.snaps.Store(bindingSnapshot("main-2", map[string]string{mainToken: "Desk"}))
+		checkRefusal(t, "the old token, now an elicit client's", h.do(t, hubRequest{method: "POST", path: "/mcp", token: mainToken, session: id, body: ping}),
+			403, "belongs to the bearer token")
+		if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: "main-2", session: id, body: ping}); res.status != 200 {
+			t.Errorf("the session's token: status %d, body %q", res.status, res.body)
+		}
+	})
+}
+
+// admit's decisions, one case per rule.
+func TestAdmit(t *testing.T) {
+	t.Parallel()
+	digest := func(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
+	validNow := func(toks ...string) func([32]byte) bool {
+		return func(d [32]byte) bool {
+			for _, tok := range toks {
+				if digest(tok) == d {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	main := binding{role: roleMain, digest: digest("a")}
+	tests := []struct {
+		name    string
+		bound   binding
+		cred    binding
+		valid   func([32]byte) bool
+		keep    binding
+		refused string
+	}{
+		{"the same token in the same role is admitted", main, main, validNow("a"), main, ""},
+		{"the rotated main token is admitted and becomes the session's", main, binding{roleMain, digest("b")}, validNow("b"), binding{roleMain, digest("b")}, ""},
+		{"an elicit client's token is refused on the main token's session", main, binding{roleElicit + "Desk", digest("e")}, validNow("a", "e"), main, refuseOtherToken},
+		{"an elicit client's token is refused even once the main token rotated", main, binding{roleElicit + "Desk", digest("e")}, validNow("b", "e"), main, refuseOtherToken},
+		{"a second token of one role is refused while the first is valid", binding{roleElicit + "Desk", digest("e")}, binding{roleElicit + "Desk", digest("f")}, validNow("e", "f"), binding{roleElicit + "Desk", digest("e")}, refuseOtherToken},
+		{"the session's token in another role is refused", main, binding{roleElicit + "Desk", digest("a")}, validNow("a"), main, refuseRoleChanged},
+		{"without authentication any request is the same client", binding{"", digest("")}, binding{"", digest("x")}, validNow(), binding{"", digest("x")}, ""},
+		{"without a main token an elicit client's token is still not the session's", binding{"", digest("")}, binding{roleElicit + "Desk", digest("e")}, validNow("e"), binding{"", digest("")}, refuseOtherToken},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			keep, refused := admit(tt.bound, tt.cred, tt.valid)
+			if keep != tt.keep || refused != tt.refused {
+				t.Errorf("admit = %+v, %q; want %+v, %q", keep, refused, tt.keep, tt.refused)
+			}
+		})
+	}
+}
+
+// sseStream is a legacy SSE session opened by hand: its id, and a way to
+// end its stream.
+type sseStream struct {
+	id    string
+	close func()
+}
+
+// openSSE opens GET /sse with token and reads the endpoint event.
+func (h *hubHarness) openSSE(t *testing.T, token string) sseStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", h.baseURL()+"/sse", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := (&http.Client{Transport: h.client.Transport}).Do(req)
+	if err != nil {
+		t.Fatalf("GET /sse: %v", err)
+	}
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /sse: status %d", res.StatusCode)
+	}
+	got := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(rest, "sessionid=") {
+				_, id, _ := strings.Cut(rest, "sessionid=")
+				got <- id
+				break
+			}
+		}
+		io.Copy(io.Discard, res.Body)
+	}()
+	id := receive(t, got, "the SSE endpoint event")
+	return sseStream{id: id, close: func() { cancel(); res.Body.Close() }}
+}
+
+// postSSE sends msg to the legacy SSE message endpoint of session id.
+func (h *hubHarness) postSSE(t *testing.T, id, token, msg string) hubResponse {
+	t.Helper()
+	return h.do(t, hubRequest{method: "POST", path: "/sse?sessionid=" + id, token: token, body: msg})
+}
+
+// A legacy SSE session belongs to the token that opened its stream: a
+// message with another token is refused with 403; its own token's is
+// accepted; once the stream ends, the hub forgets the session.
+func TestHubBindsSSESessionsToTheirToken(t *testing.T) {
+	t.Parallel()
+	h := startBindingHub(t, HubOptions{})
+	onMain := h.openSSE(t, mainToken)
+	onElicit := h.openSSE(t, elicitToken)
+
+	checkRefusal(t, "the main token's SSE session with the elicit token", h.postSSE(t, onMain.id, elicitToken, initializeBody), 403, "belongs to the bearer token")
+	checkRefusal(t, "the elicit token's SSE session with the main token", h.postSSE(t, onElicit.id, mainToken, initializeBody), 403, "belongs to the bearer token")
+	checkRefusal(t, "an SSE session that does not exist", h.postSSE(t, "NOSUCHSESSION", mainToken, initializeBody), 404, "session not found")
+	for _, c := range []struct {
+		token string
+		s     sseStream
+	}{{mainToken, onMain}, {elicitToken, onElicit}} {
+		if res := h.postSSE(t, c.s.id, c.token, initializeBody); res.status != 202 {
+			t.Errorf("a message with the session's own token: status %d, body %q", res.status, res.body)
+		}
+	}
+
+	h.snaps.Store(bindingSnapshot("main-2", map[string]string{elicitToken: "Desk"}))
+	checkRefusal(t, "the main token's SSE session with the elicit token after a rotation", h.postSSE(t, onMain.id, elicitToken, ping), 403, "belongs to the bearer token")
+	if res := h.postSSE(t, onMain.id, "main-2", ping); res.status != 202 {
+		t.Errorf("the main token's SSE session with the rotated main token: status %d, body %q", res.status, res.body)
+	}
+
+	onMain.close()
+	onElicit.close()
+	waitUntil(t, "the ended streams' sessions are forgotten", func() bool {
+		h.hub.sseBound.mu.Lock()
+		defer h.hub.sseBound.mu.Unlock()
+		return len(h.hub.sseBound.bound) == 0
+	})
+	checkRefusal(t, "a message to an ended SSE session", h.postSSE(t, onElicit.id, elicitToken, ping), 404, "session not found")
+}
+
+// The hub keeps at most MaxSessions Streamable HTTP sessions: opening one
+// more closes the least recently used, one without a stream before one
+// with a stream, and what it remembers of sessions stays within the bound.
+func TestHubBoundsTheSessionsItKeeps(t *testing.T) {
+	t.Parallel()
+	const max = 3
+	h := startBindingHub(t, HubOptions{MaxSessions: max})
+	streaming := h.openSession(t, mainToken)
+	stream := h.openGETStream(t, mainToken, streaming)
+	defer stream()
+	first := h.openSession(t, mainToken)
+	var last string
+	for range 2 * max {
+		last = h.openSession(t, mainToken)
+	}
+	count := func() int {
+		n := 0
+		for range h.server.Sessions() {
+			n++
+		}
+		return n
+	}
+	if n := count(); n > max {
+		t.Errorf("the server holds %d sessions, want at most %d", n, max)
+	}
+	h.hub.streams.mu.Lock()
+	remembered := len(h.hub.streams.sessions)
+	h.hub.streams.mu.Unlock()
+	if remembered > max {
+		t.Errorf("the hub remembers %d sessions, want at most %d", remembered, max)
+	}
+	checkRefusal(t, "the least recently used session", h.do(t, hubRequest{method: "POST", path: "/mcp", token: mainToken, session: first, body: ping}), 404, "session not found")
+	for name, id := range map[string]string{"the newest session": last, "the session with a stream": streaming} {
+		if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: mainToken, session: id, body: ping}); res.status != 200 {
+			t.Errorf("%s: status %d, body %q", name, res.status, res.body)
+		}
+	}
+	h.sink.waitFor(t, `msg="too many sessions; closed the least recently used"`)
+}
+
+// openGETStream opens session id's GET stream and waits until the hub has
+// noted it; the returned func ends it.
+func (h *hubHarness) openGETStream(t *testing.T, token, id string) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", h.baseURL()+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", id)
+	res, err := (&http.Client{Transport: h.client.Transport}).Do(req)
+	if err != nil || res.StatusCode != 200 {
+		cancel()
+		t.Fatalf("GET stream: %v %v", res, err)
+	}
+	waitUntil(t, "the hub noted the stream", func() bool {
+		h.hub.streams.mu.Lock()
+		defer h.hub.streams.mu.Unlock()
+		u := h.hub.streams.sessions[id]
+		return u != nil && u.streamed
+	})
+	return func() { cancel(); res.Body.Close() }
+}
+
+// A JSON-RPC batch is refused at the hub with 400 and a JSON-RPC -32600
+// error, on either endpoint, before a session is created and whatever
+// protocol version the session speaks: none of its messages runs. One
+// message, even after whitespace, is served as before.
+func TestHubRefusesJSONRPCBatches(t *testing.T) {
+	t.Parallel()
+	h := startBindingHub(t, HubOptions{})
+	const callSlow = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`
+	oldInit := strings.Replace(initializeBody, "2025-06-18", "2025-03-26", 1)
+	onOld := h.openSessionWith(t, mainToken, oldInit)
+	sse := h.openSSE(t, mainToken)
+	defer sse.close()
+
+	tests := []struct {
+		name string
+		req  hubRequest
+	}{
+		{"[initialize, tools/call] without a session", hubRequest{method: "POST", path: "/mcp", token: mainToken, body: "[" + initializeBody + "," + callSlow + "]"}},
+		{"a batch after whitespace", hubRequest{method: "POST", path: "/mcp", token: mainToken, body: " \r\n\t[" + initializeBody + "]"}},
+		{"a one-message batch on a 2025-03-26 session", hubRequest{method: "POST", path: "/mcp", token: mainToken, session: onOld, body: "[" + callSlow + "]"}},
+		{"a chunked batch", hubRequest{method: "POST", path: "/mcp", token: mainToken, session: onOld, body: "[" + callSlow + "]", chunked: true}},
+		{"an empty batch", hubRequest{method: "POST", path: "/mcp", token: mainToken, session: onOld, body: "[]"}},
+		{"a batch to the SSE message endpoint", hubRequest{method: "POST", path: "/sse?sessionid=" + sse.id, token: mainToken, body: "[" + initializeBody + "," + callSlow + "]"}},
+	}
+	for _, tt := range tests {
+		res := h.do(t, tt.req)
+		if res.status != 400 || res.header.Get("Content-Type") != "application/json" || res.body != string(batchRefusal) {
+			t.Errorf("%s: status %d, Content-Type %q, body %q; want 400 with %q", tt.name, res.status, res.header.Get("Content-Type"), res.body, batchRefusal)
+		}
+		if id := res.header.Get("Mcp-Session-Id"); id != "" {
+			t.Errorf("%s: created session %q", tt.name, id)
+		}
+	}
+	select {
+	case <-h.started:
+		t.Fatal("a tool in a refused batch ran")
+	default:
+	}
+	if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: mainToken, session: onOld, body: "\n  " + ping}); res.status != 200 || !strings.Contains(res.body, `"result"`) {
+		t.Errorf("one message after whitespace: status %d, body %q", res.status, res.body)
+	}
+}
+
+// openSessionWith is openSession with init as the initialize request.
+func (h *hubHarness) openSessionWith(t *testing.T, token, init string) string {
+	t.Helper()
+	res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: token, body: init})
+	id := res.header.Get("Mcp-Session-Id")
+	if res.status != 200 || id == "" {
+		t.Fatalf("initialize: status %d, session %q, body %q", res.status, id, res.body)
+	}
+	if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: token, session: id,
+		body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`}); res.status != 202 {
+		t.Fatalf("initialized: status %d, body %q", res.status, res.body)
+	}
+	return id
+}
+
+// startsBatch looks at the first byte that is not JSON whitespace, and
+// refuseBatches hands everything else on whole.
+func TestStartsBatch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		batch      bool
+	}{
+		{"an object", `{"jsonrpc":"2.0"}`, false},
+		{"an array", `[{"jsonrpc":"2.0"}]`, true},
+		{"an array after JSON whitespace", " \t\r\n[", true},
+		{"an object after JSON whitespace", " \t\r\n{}", false},
+		{"an array after a byte that is not JSON whitespace", "\v[", false},
+		{"an array after a byte-order mark", "\ufeff[", false},
+		{"nothing", "", false},
+		{"whitespace only", "   \n", false},
+		{"an array after more whitespace than a buffer holds", strings.Repeat(" ", 10_000) + "[", true},
+		{"a scalar", "12345", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got string
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				data, _ := io.ReadAll(r.Body)
+				got = string(data)
+				w.WriteHeader(299)
+			})
+			req := httptest.NewRequest("POST", "/mcp", strings.NewReader(tt.body))
+			rec := httptest.NewRecorder()
+			refuseBatches(next).ServeHTTP(rec, req)
+			switch {
+			case tt.batch && (rec.Code != 400 || rec.Body.String() != string(batchRefusal)):
+				t.Errorf("status %d, body %q; want the batch refusal", rec.Code, rec.Body.String())
+			case !tt.batch && (rec.Code != 299 || got != tt.body):
+				t.Errorf("status %d, the handler read %q; want it to get the body %q whole", rec.Code, got, tt.body)
+			}
+		})
+	}
+}
+
+// The session an initialize creates is bound before the head that names
+// it is written, so no request of its client can come first.
+func TestBindingWriterBindsBeforeTheHead(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		write func(w http.ResponseWriter)
+	}{
+		{"WriteHeader", func(w http.ResponseWriter) { w.WriteHeader(200) }},
+		{"Write", func(w http.ResponseWriter) { w.Write([]byte("{}")) }},
+		{"Flush", func(w http.ResponseWriter) { http.NewResponseController(w).Flush() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			var headWritten []bool
+			bw := &bindingWriter{ResponseWriter: rec}
+			bw.created = func(id string) {
+				if id != "S1" {
+					t.Errorf("created %q, want S1", id)
+				}
+				headWritten = append(headWritten, rec.Code != 0 || rec.Flushed || rec.Body.Len() > 0)
+			}
+			rec.Code = 0 // so a written head shows
+			bw.Header().Set(sessionHeader, "S1")
+			tt.write(bw)
+			tt.write(bw)
+			if !slices.Equal(headWritten, []bool{false}) {
+				t.Errorf("created calls, each saying whether the head was already written: %v; want one, before", headWritten)
+			}
+		})
+	}
+}
+
+// Hostile spellings of a session's credentials and ids: the gate reads the
+// same header and query values the SDK and the token check read (the
+// first of each), so no spelling reaches a session past its binding, and
+// the token's own allowed spellings (the scheme in any case, spaces
+// around the token) are the same token.
+func TestHubSessionGateHostileInputs(t *testing.T) {
+	t.Parallel()
+	h := startBindingHub(t, HubOptions{})
+	onMain := h.openSession(t, mainToken)
+	onElicit := h.openSession(t, elicitToken)
+	sseMain := h.openSSE(t, mainToken)
+	defer sseMain.close()
+	sseElicit := h.openSSE(t, elicitToken)
+	defer sseElicit.close()
+
+	tests := []struct {
+		name    string
+		path    string
+		auth    []string // Authorization headers, in order
+		session []string // Mcp-Session-Id headers, in order
+		body    string
+		status  int
+	}{
+		{"the scheme in another case and spaces around the token are the same token", "/mcp",
+			[]string{"bEaReR   " + mainToken + "  "}, []string{onMain}, ping, 200},
+		{"a second session header naming the token's own session does not help", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{onElicit, onMain}, ping, 403},
+		{"a second Authorization header with the session's token does not help", "/mcp",
+			[]string{"Bearer " + elicitToken, "Bearer " + mainToken}, []string{onMain}, ping, 403},
+		{"the session id in another case names no session", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{strings.ToLower(onMain)}, ping, 404},
+		{"spaces around the session id are not part of it (HTTP trims them)", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{" " + onMain + " "}, ping, 200},
+		{"a second sessionid naming the token's own SSE session does not help", "/sse?sessionid=" + sseElicit.id + "&sessionid=" + sseMain.id,
+			[]string{"Bearer " + mainToken}, nil, ping, 403},
+		{"an SSE session id given to /mcp names no session", "/mcp",
+			[]string{"Bearer " + mainToken}, []string{sseMain.id}, ping, 404},
+		{"a Streamable HTTP session id given to /sse names no session", "/sse?sessionid=" + onMain,
+			[]string{"Bearer " + mainToken}, nil, ping, 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest("POST", h.baseURL()+tt.path, strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for _, a := range tt.auth {
+				req.Header.Add("Authorization", a)
+			}
+			for _, s := range tt.session {
+				req.Header.Add("Mcp-Session-Id", s)
+			}
+			res, err := h.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			want := tt.status
+			if strings.HasPrefix(tt.path, "/sse") && want == 200 {
+				want = 202
+			}
+			if res.StatusCode != want {
+				t.Errorf("status %d, body %q; want %d", res.StatusCode, data, want)
+			}
+		})
+	}
 }

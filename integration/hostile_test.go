@@ -178,15 +178,18 @@ func TestHostileMalformedJSONRPC(t *testing.T) {
 		// want413 for the body over the limit; every other body must get a
 		// 4xx or a JSON-RPC error (a 200 whose body holds "error").
 		want413 bool
+		// wantBatch for a body that is a JSON array: the hub's 400 with
+		// its JSON-RPC -32600 error, before the SDK sees it.
+		wantBatch bool
 	}{
 		{name: "not JSON", body: []byte("this is not json {")},
 		{name: "empty body", body: []byte("")},
-		{name: "a JSON-RPC batch", body: []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)},
+		{name: "a JSON-RPC batch", body: []byte(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`), wantBatch: true},
 		{name: "id is an object", body: []byte(`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`)},
 		{name: "method is a number", body: []byte(`{"jsonrpc":"2.0","id":3,"method":42}`)},
 		{name: "params of the wrong type", body: []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":"call everything"}`)},
 		{name: "a JSON scalar", body: []byte(`12345`)},
-		{name: "100,000 unclosed brackets", body: bytes.Repeat([]byte("["), 100_000)},
+		{name: "100,000 unclosed brackets", body: bytes.Repeat([]byte("["), 100_000), wantBatch: true},
 		{name: "100,000 nested arrays as params", body: []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":` +
 			strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`)},
 		{name: "a 5 MiB body", body: append(append([]byte(`{"jsonrpc":"2.0","id":6,"method":"ping","params":{"x":"`),
@@ -207,6 +210,8 @@ func TestHostileMalformedJSONRPC(t *testing.T) {
 			t.Errorf("%s: no answer: %v (after %v)", tt.name, err, took)
 		case tt.want413 && status != http.StatusRequestEntityTooLarge:
 			t.Errorf("%s: status %d, want 413", tt.name, status)
+		case tt.wantBatch && (status != http.StatusBadRequest || answer != batchRefusal):
+			t.Errorf("%s: status %d with %q, want 400 with %q", tt.name, status, short, batchRefusal)
 		case !tt.want413 && status/100 == 5:
 			t.Errorf("%s: status %d, want a 4xx or a JSON-RPC error", tt.name, status)
 		case !tt.want413 && status/100 == 2 && !strings.Contains(answer, `"error"`):
