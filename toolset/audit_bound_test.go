@@ -1,6 +1,8 @@
 package toolset
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -218,16 +220,13 @@ func TestAuditLineFromAHugeArgument(t *testing.T) {
 	}
 }
 
-// SessionOf bounds the client's name/version: a 3.8 MB name of invalid
-// UTF-8 (which the JSON in between turns into 3 bytes of U+FFFD each)
-// comes out as its first bytes and the length and hash of what the server
-// received.
+// SessionOf bounds the client's name/version: a client that writes a
+// 3.8 MB name of raw invalid UTF-8 into its initialize (as a hostile client
+// can; the JSON decoder makes each byte a 3-byte U+FFFD, 11.4 MB) comes out
+// as its first bytes and the length and hash of what the server received.
 func TestSessionOfBoundsTheClient(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("22.8 MB of JSON through a session: seconds, tens of them under -race")
-	}
-	name := "evil-" + strings.Repeat("\xff", 3_800_000)
+	const junk = 3_800_000
 	type seen struct{ session, client string }
 	got := make(chan seen, 1)
 	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: "test"}, nil)
@@ -236,42 +235,67 @@ func TestSessionOfBoundsTheClient(t *testing.T) {
 		got <- seen{s, c}
 		return &mcp.CallToolResult{}, nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// Pipes without the SDK's 16 MiB frame limit: the JSON of 3.8 MB of
-	// invalid bytes takes six bytes each (\ufffd).
 	toServer, fromClient := io.Pipe()
 	toClient, fromServer := io.Pipe()
-	defer toServer.Close()
+	defer fromClient.Close()
 	defer toClient.Close()
-	serverT := &mcp.IOTransport{Reader: toServer, Writer: fromServer, MaxLineLength: -1}
-	clientT := &mcp.IOTransport{Reader: toClient, Writer: fromClient, MaxLineLength: -1}
-	ss, err := server.Connect(ctx, serverT, nil)
+	ss, err := server.Connect(ctx, &mcp.IOTransport{Reader: toServer, Writer: fromServer}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "9.9"}, nil).Connect(ctx, clientT, nil)
-	if err != nil {
-		t.Fatal(err)
+	// The client's side by hand: the go-sdk client would escape the bytes.
+	answers := make(chan []byte, 4)
+	go func() {
+		r := bufio.NewReader(toClient)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				close(answers)
+				return
+			}
+			answers <- line
+		}
+	}()
+	answer := func(what string) {
+		t.Helper()
+		select {
+		case a, ok := <-answers:
+			if !ok || !bytes.Contains(a, []byte(`"result"`)) {
+				t.Fatalf("%s: answered %.300s", what, a)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: no answer", what)
+		}
 	}
-	defer cs.Close()
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "probe"}); err != nil {
-		t.Fatal(err)
+	send := func(msg string) {
+		t.Helper()
+		if _, err := io.WriteString(fromClient, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
 	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},` +
+		`"clientInfo":{"name":"evil-` + strings.Repeat("\xff", junk) + `","version":"9.9"}}}`)
+	answer("initialize")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"probe","arguments":{}}}`)
+	answer("tools/call")
 	var s seen
 	select {
 	case s = <-got:
 	case <-ctx.Done():
 		t.Fatal("the tool was not called")
 	}
-	received := "evil-" + strings.Repeat("\uFFFD", 3_800_000) + "/9.9"
+	received := "evil-" + strings.Repeat("\uFFFD", junk) + "/9.9"
 	checkCut(t, "client", s.client, received, "evil-"+strings.Repeat("\uFFFD", (AuditValueKept-5)/3))
 	if len(s.session) > MaxAuditValue {
 		t.Errorf("session id of %d bytes", len(s.session))
 	}
 	// A name that stayed raw (no JSON in between) is hashed as it is.
-	checkCut(t, "raw name", BoundValue(name), name, "evil-\uFFFD")
+	raw := "evil-" + strings.Repeat("\xff", junk)
+	checkCut(t, "raw name", BoundValue(raw), raw, "evil-\uFFFD")
 }
 
 // The audit line's cwd is the directory the child ran in, resolved: the
