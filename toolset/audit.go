@@ -234,11 +234,10 @@ func (c CallAudit) Bounded() CallAudit {
 	if len(c.Grants) > 0 {
 		c.Grants = boundAllValues(c.Grants)
 	}
-	if c.Argv == nil {
-		return c
-	}
 	if c.fitsSurely() {
-		c.Argv = boundAllValues(c.Argv)
+		if c.Argv != nil {
+			c.Argv = boundAllValues(c.Argv)
+		}
 		return c
 	}
 	rest := c
@@ -250,9 +249,17 @@ func (c CallAudit) Bounded() CallAudit {
 				*f = cutValue(*f)
 			}
 		}
+		for i, g := range c.Grants {
+			if jsonLen(g) > maxAuditEscaped {
+				c.Grants[i] = cutValue(g) // c.Grants is Bounded's own copy
+			}
+		}
 		rest = c
 		rest.Argv = nil
 		n = jsonLen(rest)
+	}
+	if c.Argv == nil {
+		return c // an upstream call's line: no argv
 	}
 	// rest encodes argv as null (4 bytes); the array adds its brackets
 	// and a comma per element.

@@ -122,9 +122,10 @@ func TestBoundedLine(t *testing.T) {
 	for i := range controls {
 		controls[i] = kib("\x01")
 	}
+	// Each a 1 KiB value (kept) whose JSON takes 6 KiB: over 64 KiB together.
 	worst := CallAudit{Session: kib("\x01"), Client: kib("\x02"), Tool: kib("\x03"), Decision: "denied",
-		Reason: kib("\x04"), Kind: kib("\x05"), Cwd: kib("\x06"), Error: kib("\x07"), Policy: kib("\x08"),
-		Grant: kib("\x0b"), Upstream: kib("\x0c"), Grants: []string{kib("\x0e")}, Argv: controls}
+		Reason: kib("\x04"), Kind: kib("\x05"), Cwd: kib("\x06"), Error: kib("\x0e"), Policy: kib("\x0f"),
+		Grant: kib("\x10"), Upstream: kib("\x11"), Grants: []string{kib("\x12"), kib("\x13")}, Argv: controls}
 	for _, tc := range []struct {
 		name string
 		line CallAudit
@@ -134,6 +135,7 @@ func TestBoundedLine(t *testing.T) {
 		{"a plain call is untouched", CallAudit{Tool: "git_log", Argv: []string{"/usr/bin/git", "log", "--oneline"}, Cwd: "/repo"}, -1},
 		{"10,000 arguments of 1 KiB each", CallAudit{Tool: "fake_report", Decision: "denied", Argv: many}, 0},
 		{"every field at its worst for JSON", worst, 0},
+		{"an upstream call's line at its worst, without argv", func() CallAudit { w := worst; w.Argv = nil; return w }(), 0},
 		{"a 5 MB argument among short ones", CallAudit{Tool: "fake_report", Argv: []string{"fake", "report", strings.Repeat("z", 5_000_000), "last"}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
