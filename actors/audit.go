@@ -119,11 +119,14 @@ func (a *Audit) Lost() uint64 { return a.lost.Load() }
 func (a *Audit) StopWaiting() { a.endWaits() }
 
 // For returns the toolset.Auditor that queues call lines for the audit
-// log at path (a snapshot's mcp.audit_log).
+// log at path (a snapshot's mcp.audit_log). Every call line is bounded
+// here (toolset.CallAudit.Bounded), whoever built it — an upstream tool's
+// line carries the client's name and the upstream's error text — so no
+// call can flush the trail by volume.
 func (a *Audit) For(path string) toolset.Auditor {
 	return func(ctx context.Context, c toolset.CallAudit) {
 		c.Event = "call"
-		a.enqueue(ctx, path, c)
+		a.enqueue(ctx, path, c.Bounded())
 	}
 }
 

@@ -50,6 +50,7 @@ type auditLine struct {
 	TimedOut     bool   `json:"timed_out"`
 	Policy       string
 	Grant        string
+	Grants       []string
 	GrantOnce    bool `json:"grant_once"`
 	Cause        string
 	Outcome      string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/wraptool/wraptool/policy"
@@ -56,30 +57,77 @@ type Runtime struct {
 // for a free slot within the timeout; the Result's Duration counts only the
 // run.
 func Execute(ctx context.Context, d policy.Decision, rt Runtime) (runner.Result, policy.Decision) {
+	res, d, _ := execute(ctx, d, rt)
+	return res, d
+}
+
+// execute is Execute, also naming the directory the child ran in (or,
+// refused, would have): the checked working directory as the pinned handle
+// resolves, else the server's own, resolved (see serverDir). It is ""
+// when the check failed before any directory was settled (a refused or
+// unusable cwd).
+func execute(ctx context.Context, d policy.Decision, rt Runtime) (runner.Result, policy.Decision, string) {
 	if !d.Allowed() {
-		return runner.Result{ExitCode: -1}, d
+		return runner.Result{ExitCode: -1}, d, ""
 	}
 	dir, real, err := runner.OpenWorkdir(d.Cwd, rt.WorkingDir, rt.Roots)
 	if err != nil {
 		var ce *runner.CwdError
 		if errors.As(err, &ce) {
-			return runner.Result{ExitCode: -1}, d.Refuse(policy.KindCwd, cwdReason(ce))
+			return runner.Result{ExitCode: -1}, d.Refuse(policy.KindCwd, cwdReason(ce)), ""
 		}
 		// The operator's working_dir is unusable: a failure, not a denial.
-		return runner.Result{ExitCode: -1, Err: fmt.Errorf("failed to start: %w", err)}, d
+		return runner.Result{ExitCode: -1, Err: fmt.Errorf("failed to start: %w", err)}, d, ""
 	}
 	if dir != nil {
 		defer dir.Close() // Run closes it once the child started; this covers the rest
 	}
+	ranIn := real
+	if dir == nil {
+		ranIn = serverDir()
+	}
 	if reason := protectedReason(d, rt, dir, real); reason != "" {
-		return runner.Result{ExitCode: -1}, d.Refuse(policy.KindProtected, reason)
+		return runner.Result{ExitCode: -1}, d.Refuse(policy.KindProtected, reason), ranIn
 	}
 	c := runner.Command{Argv: d.Argv, DirFile: dir, Env: rt.Env, Timeout: rt.Timeout, OutputCap: rt.OutputCap, Reaper: rt.reaper, Sandbox: rt.Sandbox}
 	var admit func() error
 	if rt.admit != nil {
 		admit = func() error { return rt.admit(dir) }
 	}
-	return runInSlot(ctx, c, rt.slots, admit), d
+	return runInSlot(ctx, c, rt.slots, admit), d, ranIn
+}
+
+// serverDir is the server's own working directory, which a child given no
+// directory inherits, with symlinks resolved (os.Getwd may answer with
+// $PWD's spelling); "" when it cannot be named (it was removed).
+func serverDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(wd); err == nil {
+		return real
+	}
+	return wd
+}
+
+// plannedDir is the directory a refused call would have run in, for its
+// audit line: the client's cwd when it passes the check, else the tool's
+// default, resolved; "" when neither can be named. Nothing is opened.
+func plannedDir(requested string, rt Runtime) string {
+	if requested != "" {
+		if dir, err := runner.Workdir(requested, rt.WorkingDir, rt.Roots); err == nil {
+			return dir
+		}
+	}
+	if rt.WorkingDir == "" {
+		return serverDir()
+	}
+	real, err := filepath.EvalSymlinks(rt.WorkingDir)
+	if err != nil {
+		return ""
+	}
+	return real
 }
 
 // cwdReason words a refused working directory for the denial's Policy:

@@ -67,12 +67,17 @@ type ExactGrant struct {
 // another call had it; any other means the line could not be written.
 type GrantUser func(ctx context.Context, id string) error
 
-// grantUse is the grant a call runs under.
+// grantUse is the grant a call runs under. until is when it stops
+// allowing the call: for several grants together, the first of their
+// untils.
 type grantUse struct {
 	id    string
 	once  bool
 	until time.Time
 	exact *requests.Call
+	// all lists, oldest first, every grant a call needed together (each
+	// adds a flag it gives); nil when one grant alone allows it.
+	all []string
 }
 
 // errNotAdmitted wraps why a call allowed by a grant did not start: the
@@ -88,10 +93,13 @@ func (e errNotAdmitted) Unwrap() error { return e.err }
 var errDirChanged = errors.New("the working directory is not the one the exact call was approved in")
 
 // grantFor finds the grant that allows a call the config alone refuses:
-// timed capability grants first (together, while none has expired; then
-// each alone), then timed exact-call grants, then once-grants, the oldest
-// first, capability before exact. It returns the decision under that grant,
-// or nil when none allows the call.
+// timed capability grants first, then timed exact-call grants, then
+// once-grants, the oldest first, capability before exact, so a once-grant
+// is kept whenever a timed grant allows the call. A call is credited to the
+// grant whose capability covers what the config refused: the oldest timed
+// grant that allows it alone; when only several timed grants together do
+// (while none has expired), to those it needs (see needed). It returns the
+// decision under that grant, or nil when none allows the call.
 func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessage, now time.Time) (policy.Decision, *grantUse) {
 	g := st.Grants
 	if g == nil {
@@ -107,18 +115,6 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 		return out
 	}
 	timed := timedFirst(false)
-	if g.Timed != nil && now.Before(g.TimedUntil) && len(timed) > 0 {
-		if d := g.Timed.Evaluate(call); d.Allowed() {
-			credit := timed[0]
-			for _, c := range timed {
-				if c.Tool == call.Tool && slices.Equal(c.Subcommand, call.Subcommand) {
-					credit = c
-					break
-				}
-			}
-			return d, &grantUse{id: credit.ID, until: credit.Until}
-		}
-	}
 	capability := func(list []CapabilityGrant) (policy.Decision, *grantUse) {
 		for _, c := range list {
 			if d := c.Policy.Evaluate(call); d.Allowed() {
@@ -126,6 +122,14 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 			}
 		}
 		return policy.Decision{}, nil
+	}
+	if d, u := capability(timed); u != nil {
+		return d, u
+	}
+	if g.Timed != nil && now.Before(g.TimedUntil) && len(timed) > 0 {
+		if d := g.Timed.Evaluate(call); d.Allowed() {
+			return d, st.needed(name, call, g.Timed, timed)
+		}
 	}
 	exact := func(once bool) (policy.Decision, *grantUse) {
 		var command []string
@@ -150,9 +154,6 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 		}
 		return policy.Decision{}, nil
 	}
-	if d, u := capability(timed); u != nil {
-		return d, u
-	}
 	if d, u := exact(false); u != nil {
 		return d, u
 	}
@@ -160,6 +161,84 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 		return d, u
 	}
 	return exact(true)
+}
+
+// needed is the use of a call that no timed grant allows alone but all of
+// them (merged) do: the grants it needs, found flag by flag. A grant is
+// needed when it made the rule (the config has no exposed rule of that
+// name) or is the oldest to add a flag the call gives that the config's
+// rule lacks. The line names the one approved last, the grant that
+// completed what the call needed, and lists them all; the call is allowed
+// until the first of their untils. When the flags explain nothing (they
+// always should), the call is credited to the oldest grant on its rule, else
+// to the oldest timed grant, until the first of all their untils.
+func (st *State) needed(name string, call policy.Call, merged *policy.Policy, timed []CapabilityGrant) *grantUse {
+	flagsOf := func(p *policy.Policy) (map[string]bool, bool) {
+		r, ok := p.Rule(name)
+		if !ok {
+			return nil, false
+		}
+		set := map[string]bool{}
+		for _, f := range r.Flags() {
+			set[f.Flag] = true
+		}
+		return set, true
+	}
+	base, hasRule := flagsOf(st.base())
+	granted := make([]map[string]bool, len(timed))
+	for i, c := range timed {
+		granted[i], _ = flagsOf(c.Policy)
+	}
+	need := make([]bool, len(timed))
+	if !hasRule {
+		for i := range timed {
+			if granted[i] != nil {
+				need[i] = true
+				break
+			}
+		}
+	}
+	for _, f := range merged.CallFlags(call) {
+		if base[f] {
+			continue
+		}
+		for i := range timed {
+			if granted[i][f] {
+				need[i] = true
+				break
+			}
+		}
+	}
+	u := &grantUse{}
+	for i, c := range timed {
+		if need[i] {
+			u.all = append(u.all, c.ID)
+			u.id = c.ID
+			if u.until.IsZero() || c.Until.Before(u.until) {
+				u.until = c.Until
+			}
+		}
+	}
+	if u.id != "" {
+		if len(u.all) == 1 {
+			u.all = nil
+		}
+		return u
+	}
+	credit := timed[0]
+	for _, c := range timed {
+		if c.Tool == call.Tool && slices.Equal(c.Subcommand, call.Subcommand) {
+			credit = c
+			break
+		}
+	}
+	until := credit.Until
+	for _, c := range timed {
+		if c.Until.Before(until) {
+			until = c.Until
+		}
+	}
+	return &grantUse{id: credit.ID, until: until}
 }
 
 // admit is the last check of a call allowed by a grant, made once it has a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -248,5 +249,130 @@ func TestAdmitRefusesAnExpiredGrant(t *testing.T) {
 	err := st.admit(context.Background(), &grantUse{id: "req_x", until: time.Now().Add(-time.Millisecond)})(nil)
 	if !errors.Is(err, requests.ErrGrantExpired) {
 		t.Errorf("admit: %v, want ErrGrantExpired", err)
+	}
+}
+
+// TestGrantAttribution shows which grant a call is credited to, and so
+// which its audit line names: the grant whose capability covers what the
+// config alone refused, not the first grant on the rule; a call that
+// needs two grants names the one approved last and lists both, allowed
+// until the first of their untils; a timed grant before a once-grant;
+// among once-grants the oldest.
+func TestGrantAttribution(t *testing.T) {
+	t.Parallel()
+	rules := func(log []string, flags ...string) policy.Tool {
+		switches := map[string]*policy.Constraint{}
+		for _, f := range append(append([]string{"--oneline"}, flags...), log...) {
+			switches[f] = &policy.Constraint{Type: "boolean"}
+		}
+		allow := []*policy.AllowRule{{Subcommand: []string{"report"}, Flags: append([]string{"--oneline"}, flags...), FlagConstraints: switches}}
+		if log != nil {
+			allow = append(allow, &policy.AllowRule{Subcommand: []string{"log"}, Flags: log, FlagConstraints: switches,
+				ArgConstraints: policy.ArgConstraints{PositionalMax: intp(0)}})
+		}
+		return policy.Tool{Name: "fake", Binary: fakecli, Allow: allow}
+	}
+	base := newPolicy(t, rules(nil))
+	reverse := newPolicy(t, rules(nil, "--reverse"))
+	graph := newPolicy(t, rules(nil, "--graph"))
+	both := newPolicy(t, rules(nil, "--reverse", "--graph"))
+	logGraph := newPolicy(t, rules([]string{"--graph"}))
+	logReverse := newPolicy(t, rules([]string{"--reverse"}))
+	logBoth := newPolicy(t, rules([]string{"--graph", "--reverse"}))
+	now := time.Now()
+	hour, twoHours := now.Add(time.Hour), now.Add(2*time.Hour)
+	grant := func(id string, once bool, until time.Time, sub string, p *policy.Policy) CapabilityGrant {
+		return CapabilityGrant{ID: id, Once: once, Until: until, Tool: "fake", Subcommand: []string{sub}, Policy: p}
+	}
+	timedPair := &Grants{Timed: both, TimedUntil: hour, Capability: []CapabilityGrant{
+		grant("req_reverse0", false, twoHours, "report", reverse), grant("req_graph000", false, hour, "report", graph)}}
+	for _, tc := range []struct {
+		name   string
+		grants *Grants
+		sub    string
+		params map[string]any
+		id     string
+		all    []string
+		until  time.Time
+	}{
+		{"a call using only the second grant's flag names the second grant", timedPair, "report",
+			map[string]any{"oneline": true, "graph": true}, "req_graph000", nil, hour},
+		{"a call using only the first grant's flag names the first grant", timedPair, "report",
+			map[string]any{"reverse": true}, "req_reverse0", nil, twoHours},
+		{"a call needing both names the one approved last and lists both", timedPair, "report",
+			map[string]any{"reverse": true, "graph": true}, "req_graph000", []string{"req_reverse0", "req_graph000"}, hour},
+		{"a rule made by one grant and widened by another needs both", &Grants{Timed: logBoth, TimedUntil: hour, Capability: []CapabilityGrant{
+			grant("req_loggraph", false, hour, "log", logGraph), grant("req_logrev00", false, twoHours, "log", logReverse)}}, "log",
+			map[string]any{"graph": true, "reverse": true}, "req_logrev00", []string{"req_loggraph", "req_logrev00"}, hour},
+		{"a timed grant is used before an older once-grant", &Grants{Timed: graph, TimedUntil: hour, Capability: []CapabilityGrant{
+			grant("req_timed000", false, hour, "report", graph), grant("req_once0000", true, twoHours, "report", graph)}}, "report",
+			map[string]any{"graph": true}, "req_timed000", nil, hour},
+		{"among once-grants the oldest", &Grants{Capability: []CapabilityGrant{
+			grant("req_oldonce0", true, hour, "report", graph), grant("req_newonce0", true, twoHours, "report", graph)}}, "report",
+			map[string]any{"graph": true}, "req_oldonce0", nil, hour},
+		{"an expired grant in the merged policy leaves the other alone", &Grants{Timed: both, TimedUntil: now.Add(-time.Second), Capability: []CapabilityGrant{
+			grant("req_expired0", false, now.Add(-time.Second), "report", reverse), grant("req_graph000", false, hour, "report", graph)}}, "report",
+			map[string]any{"graph": true}, "req_graph000", nil, hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := &State{Policy: both, Base: base, Grants: tc.grants}
+			call := policy.Call{Tool: "fake", Subcommand: []string{tc.sub}, Params: tc.params}
+			if st.base().Evaluate(call).Allowed() {
+				t.Fatalf("the config alone allows the call")
+			}
+			d, u := st.grantFor(policy.ToolName("fake", []string{tc.sub}), call, nil, now)
+			if u == nil || !d.Allowed() {
+				t.Fatalf("no grant allows the call")
+			}
+			if u.id != tc.id || !slices.Equal(u.all, tc.all) || !u.until.Equal(tc.until) {
+				t.Errorf("credited %s %v until %s; want %s %v until %s", u.id, u.all, u.until.Format(time.TimeOnly),
+					tc.id, tc.all, tc.until.Format(time.TimeOnly))
+			}
+		})
+	}
+}
+
+// The audit line of a call that needed two grants names the one approved
+// last and lists both; one that needed only the second names it alone.
+func TestAuditNamesTheGrantsACallUsed(t *testing.T) {
+	t.Parallel()
+	rules := func(flags ...string) policy.Tool {
+		switches := map[string]*policy.Constraint{}
+		for _, f := range append([]string{"--oneline"}, flags...) {
+			switches[f] = &policy.Constraint{Type: "boolean"}
+		}
+		return policy.Tool{Name: "fake", Binary: fakecli, Allow: []*policy.AllowRule{{Subcommand: []string{"report"},
+			Flags: append([]string{"--oneline"}, flags...), FlagConstraints: switches}}}
+	}
+	base, both := newPolicy(t, rules()), newPolicy(t, rules("--reverse", "--graph"))
+	until := time.Now().Add(time.Hour)
+	g := &Grants{Timed: both, TimedUntil: until, Capability: []CapabilityGrant{
+		{ID: "req_reverse0", Until: until, Tool: "fake", Subcommand: []string{"report"}, Policy: newPolicy(t, rules("--reverse"))},
+		{ID: "req_graph000", Until: until, Tool: "fake", Subcommand: []string{"report"}, Policy: newPolicy(t, rules("--graph"))}}}
+	for _, tc := range []struct {
+		name   string
+		params map[string]any
+		grant  string
+		grants []string
+	}{
+		{"only the second grant's flag", map[string]any{"oneline": true, "graph": true}, "req_graph000", nil},
+		{"a flag of each", map[string]any{"reverse": true, "graph": true}, "req_graph000", []string{"req_reverse0", "req_graph000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &recorder{}
+			st := &State{Policy: both, Base: base, Grants: g, Audit: rec.record,
+				Runtimes: map[string]Runtime{"fake": {WorkingDir: t.TempDir(), Env: []string{}, Timeout: time.Minute}}}
+			if res := callHandler(t, st, tc.params); !ran(t, res) {
+				t.Fatalf("denied: %s", toolsettest.ResultText(t, res))
+			}
+			if len(rec.lines) != 1 {
+				t.Fatalf("%d audit lines, want 1", len(rec.lines))
+			}
+			if l := rec.lines[0]; l.Grant != tc.grant || !slices.Equal(l.Grants, tc.grants) {
+				t.Errorf("line names grant %q and grants %v; want %q and %v", l.Grant, l.Grants, tc.grant, tc.grants)
+			}
+		})
 	}
 }

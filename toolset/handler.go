@@ -117,6 +117,9 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 			// it sent instead.
 			const reason = "the arguments must be a JSON object of named parameters"
 			log.Info("tool call denied", "tool", bound(name), "kind", "arguments", "reason", reason)
+			if a.record != nil {
+				a.line.Cwd = plannedDir("", st.runtime(tool))
+			}
 			a.denied(nil, "arguments", reason)
 			res := errorResult("DENIED: the arguments must be a JSON object of named parameters (got " + jsonKind(req.Params.Arguments) + ").")
 			res.StructuredContent = Denial{Denied: true, Reason: reason}
@@ -136,10 +139,18 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 			}
 		}
 		cwd, _ := params[policy.CwdProperty].(string)
-		a.line.Cwd = cwd
+		// ranIn is where the child ran, or a refused call would have: set
+		// by Execute once it has checked the directory.
+		ranIn, settled := "", false
 		deny := func(r *policy.Refusal, attrs ...any) *mcp.CallToolResult {
 			log.Info("tool call denied", append([]any{"tool", bound(name), "kind", r.Kind.String(), "reason", bound(r.Reason)}, attrs...)...)
 			shown, _, _ := st.base().ShownCommand(call)
+			if a.record != nil {
+				if !settled || ranIn == "" {
+					ranIn = plannedDir(cwd, rt)
+				}
+				a.line.Cwd = ranIn
+			}
 			a.denied(shown, r.Kind.String(), r.Reason)
 			return st.denial(name, call, req.Params.Arguments, rt, r)
 		}
@@ -162,7 +173,9 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 			// call (on its POST's stream) and stop with it.
 			defer reportProgress(runCtx, req.Session.NotifyProgress, token, name, rt.Timeout)()
 		}
-		res, d := Execute(runCtx, d, rt)
+		res, d, ranIn := execute(runCtx, d, rt)
+		settled = true
+		a.line.Cwd = ranIn
 		if !d.Allowed() {
 			return deny(d.Refusal), nil
 		}
@@ -220,6 +233,9 @@ func (a *callAudit) ran(argv []string, res runner.Result, use *grantUse) {
 	a.line.TimedOut, a.line.Error = res.TimedOut, errString(res.Err)
 	if use != nil {
 		a.line.Grant, a.line.GrantOnce, a.line.GrantExact = use.id, use.once, use.exact != nil
+		if len(use.all) > 1 {
+			a.line.Grants = use.all
+		}
 		if !use.until.IsZero() {
 			until := use.until.UTC()
 			a.line.GrantUntil = &until
@@ -239,7 +255,7 @@ func (a *callAudit) done() {
 	if !a.set {
 		a.line.Decision, a.line.Error = "allowed", "the call ended before it ran"
 	}
-	a.record(a.ctx, a.line)
+	a.record(a.ctx, a.line.Bounded())
 }
 
 // ID is the grant's id for a log line; "" without a grant.
