@@ -97,7 +97,7 @@ func (r *Reaper) Sweep() {
 // child passes here, so a folder swapped while the server runs is caught at
 // the next start of whatever lies under it.
 func (r *Reaper) Start(cmd *exec.Cmd, sb *Sandbox) (done func(), err error) {
-	if err := checkStart(cmd); err != nil {
+	if err := startCheck(cmd); err != nil {
 		return func() {}, err
 	}
 	if r == nil {
