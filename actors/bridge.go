@@ -307,7 +307,16 @@ func (b *bridge) start(ctx context.Context) (*upstreamProc, []*mcp.Tool, error) 
 	if b.snapshots != nil {
 		sandbox = b.snapshots.Current().Sandbox
 	}
+	// The command is checked as every start is (runner); a script it is
+	// given decides what runs as much, so it is checked here, just before
+	// each start, where the process will open it.
+	if i, err := runner.CheckScripts(b.spec.args, b.spec.workingDir); err != nil {
+		return nil, nil, fmt.Errorf("cannot start: its argument %s: %w", b.spec.args[i], err)
+	}
 	up, err := spawn(path, b.spec.args, b.spec.workingDir, env, b.reaper, sandbox, b.log)
+	if errors.Is(err, runner.ErrUntrusted) {
+		return nil, nil, fmt.Errorf("cannot start: %w", err) // it names the program already
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot start %s: %w", path, err)
 	}

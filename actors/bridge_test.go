@@ -331,6 +331,68 @@ func TestUpstreamsReadyAfterAFailedFirstStart(t *testing.T) {
 	}
 }
 
+// Every start of an upstream checks its command and its script arguments
+// again: a folder made writable by others while the server runs is caught at
+// the next (re)start, which fails with the reason and backs off as any failed
+// start does, and the program is not run.
+func TestUpstreamsRefuseAProgramOthersCouldReplace(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// server places the fixture (or its script) in open/sub, where
+		// open is private until the test opens it.
+		server  func(t *testing.T, open string) *config.MCPServer
+		wantLog []string
+	}{
+		{
+			name: "the command under a folder made world-writable",
+			server: func(t *testing.T, open string) *config.MCPServer {
+				s := fakeServer(t)
+				s.Command = filepath.Join(open, "sub", "fakeupstream")
+				copyFile(t, fakeUpstreamPath(t), s.Command)
+				return s
+			},
+			wantLog: []string{"refused to start", "fakeupstream is under"},
+		},
+		{
+			name: "a relative script argument, taken from working_dir, under a folder made world-writable",
+			server: func(t *testing.T, open string) *config.MCPServer {
+				s := fakeServer(t, "server.js")
+				s.WorkingDir = filepath.Join(open, "sub")
+				if err := os.WriteFile(filepath.Join(s.WorkingDir, "server.js"), []byte("// a script\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return s
+			},
+			wantLog: []string{"cannot start: its argument server.js", "server.js is under"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			open := filepath.Join(t.TempDir(), "open")
+			if err := os.MkdirAll(filepath.Join(open, "sub"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			h := startUpstreams(t, map[string]*config.MCPServer{"up": tt.server(t, open)}, fastTiming, true)
+			first := h.next(t)
+			wantOffer(t, first, "up")
+			pid := envOf(t, first).Pid
+
+			if err := os.Chmod(open, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			send(t, first, "crash", "{}", nil, nil)
+			wantWithdrawal(t, h.next(t), "up", first.Generation)
+			waitGone(t, "the crashed upstream", pid)
+			want := append([]string{"upstream server failed", "server=up"}, tt.wantLog...)
+			want = append(want, "chmod go-w "+open, "restart_in=")
+			h.sink.waitFor(t, want...)
+			h.none(t)
+		})
+	}
+}
+
 // The upstream runs the entry's command in its working_dir, with the
 // entry's environment over a small base, and none of the server's own.
 func TestUpstreamsStartTheEntryAsWritten(t *testing.T) {

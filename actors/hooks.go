@@ -40,12 +40,14 @@ var hookDesktopEnv = []string{"DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_AD
 
 // hookPlaceholders are the arguments replaced in mcp.on_request: only an
 // argument that is exactly one of them, so no text the assistant wrote is
-// ever spliced into something the operator wrote.
+// ever spliced into something the operator wrote. Both have token syntax.
+// The assistant's words (the summary) are never an argument: a program that
+// runs its arguments as a command (sh -c, make -E, setpriv sh -c) would run
+// them, and no list of such programs is complete. They reach the hook in
+// its environment (WRAPTOOL_SUMMARY) and on its stdin.
 var hookPlaceholders = map[string]func(requests.Record) string{
-	"{id}":           func(r requests.Record) string { return r.ID },
-	"{tool}":         func(r requests.Record) string { return r.Tool },
-	"{summary}":      requests.Summary,
-	"{summary_json}": requests.SummaryJSON,
+	"{id}":   func(r requests.Record) string { return r.ID },
+	"{tool}": func(r requests.Record) string { return r.Tool },
 }
 
 // Hooks runs the operator's hook (mcp.on_request) for every new capability
@@ -161,16 +163,23 @@ func (h *Hooks) command(m messages.RequestFiled) (hookRun, bool) {
 	argv := hookArgv(configured, m.Record)
 	// As for an upstream server: a bare name is looked up in the PATH the
 	// hook itself gets, then that PATH starts with the binary's folder.
-	path, err := runner.LookPath(hookBinary(argv[0], dir), hookEnv("", h.getenv, m.Record.ID))
+	path, err := runner.LookPath(hookBinary(argv[0], dir), hookEnv("", h.getenv, m.Record))
 	if err != nil {
 		c.err = err
 		return c, true
 	}
 	argv[0] = path
+	// The program itself is checked as every start is (runner); a script
+	// it is given decides what runs as much, so it is checked here, from
+	// the folder the hook runs in.
+	if i, err := runner.CheckScripts(argv[1:], dir); err != nil {
+		c.err = fmt.Errorf("refused to start: its argument %s: %w", argv[i+1], err)
+		return c, true
+	}
 	c.Command = runner.Command{
 		Argv:      argv,
 		Dir:       dir,
-		Env:       hookEnv(path, h.getenv, m.Record.ID),
+		Env:       hookEnv(path, h.getenv, m.Record),
 		Stdin:     m.Line,
 		Timeout:   h.timeout,
 		OutputCap: hookOutputCap,
@@ -229,11 +238,13 @@ func hookArgv(configured []string, r requests.Record) []string {
 }
 
 // hookEnv is a hook's whole environment: the tools' minimal one for the
-// hook's binary, the server's desktop variables that are set, and
-// WRAPTOOL_REQUEST_ID. Nothing else of the server's environment (its
-// tokens, its secrets) reaches the hook.
-func hookEnv(binary string, getenv func(string) string, id string) []string {
-	extra := map[string]string{"WRAPTOOL_REQUEST_ID": id}
+// hook's binary, the server's desktop variables that are set,
+// WRAPTOOL_REQUEST_ID and WRAPTOOL_SUMMARY (requests.Summary: escaped, one
+// line, the rationale cut, never the flags), which a shell hook may quote
+// ("$WRAPTOOL_SUMMARY") without running it. Nothing else of the server's
+// environment (its tokens, its secrets) reaches the hook.
+func hookEnv(binary string, getenv func(string) string, r requests.Record) []string {
+	extra := map[string]string{"WRAPTOOL_REQUEST_ID": r.ID, "WRAPTOOL_SUMMARY": requests.Summary(r)}
 	for _, k := range hookDesktopEnv {
 		if v := getenv(k); v != "" {
 			extra[k] = v

@@ -129,10 +129,6 @@ func TestHookArgv(t *testing.T) {
 	t.Parallel()
 	r := requests.Record{ID: "req_0123abcd", Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"},
 		Rationale: "first line\nsecond \x1b[31mred\u202e \"quoted\" $(id)"}
-	wantSummary := `git push --force: first line second \x1b[31mred\u202e "quoted" $(id)`
-	wantJSON := `"git push --force: first line second \\x1b[31mred\\u202e \"quoted\" $(id)"`
-	exact := requests.Record{ID: "req_0123abcd", Tool: "git_push", Rationale: "why",
-		Call: &requests.Call{Tool: "git_push", Command: []string{"git", "push", "--force", "origin", "two words"}}}
 	tests := []struct {
 		name       string
 		record     requests.Record
@@ -142,32 +138,34 @@ func TestHookArgv(t *testing.T) {
 		{
 			name:       "each argument that is exactly a placeholder is replaced",
 			record:     r,
-			configured: []string{"notify", "{id}", "{tool}", "{summary}", "{summary_json}"},
-			want:       []string{"notify", "req_0123abcd", "git", wantSummary, wantJSON},
+			configured: []string{"notify", "{id}", "{tool}"},
+			want:       []string{"notify", "req_0123abcd", "git"},
+		},
+		{
+			// Validation refuses them; should one reach a hook anyway,
+			// the assistant's words still never become an argument.
+			name:       "the summary is never an argument",
+			record:     r,
+			configured: []string{"notify", "{summary}", "{summary_json}"},
+			want:       []string{"notify", "{summary}", "{summary_json}"},
 		},
 		{
 			name:       "a placeholder inside a longer argument, or spelled otherwise, stays as written",
 			record:     r,
-			configured: []string{"notify", "{id}x", "x{id}", "{ID}", "{{id}}", "{ id }", "--id={id}", "{summary}; rm -rf ~", "{tool}{id}", ""},
-			want:       []string{"notify", "{id}x", "x{id}", "{ID}", "{{id}}", "{ id }", "--id={id}", "{summary}; rm -rf ~", "{tool}{id}", ""},
+			configured: []string{"notify", "{id}x", "x{id}", "{ID}", "{{id}}", "{ id }", "--id={id}", "{tool}{id}", ""},
+			want:       []string{"notify", "{id}x", "x{id}", "{ID}", "{{id}}", "{ id }", "--id={id}", "{tool}{id}", ""},
 		},
 		{
 			name:       "shell syntax is an argument like any other, never run",
 			record:     r,
-			configured: []string{"notify", "$(touch pwned)", "`touch pwned`", "a;b", "{summary}"},
-			want:       []string{"notify", "$(touch pwned)", "`touch pwned`", "a;b", wantSummary},
+			configured: []string{"notify", "$(touch pwned)", "`touch pwned`", "a;b", "{id}"},
+			want:       []string{"notify", "$(touch pwned)", "`touch pwned`", "a;b", "req_0123abcd"},
 		},
 		{
 			name:       "the command itself is never replaced",
 			record:     r,
 			configured: []string{"{tool}", "{id}"},
 			want:       []string{"{tool}", "req_0123abcd"},
-		},
-		{
-			name:       "an exact-call request is summarised as its command",
-			record:     exact,
-			configured: []string{"notify", "{tool}", "{summary}"},
-			want:       []string{"notify", "git_push", `git push --force origin "two words": why`},
 		},
 		{
 			name:       "a placeholder may be repeated",
@@ -186,6 +184,50 @@ func TestHookArgv(t *testing.T) {
 			}
 			if !slices.Equal(configured, tt.configured) {
 				t.Errorf("hookArgv changed the configured hook to %q", configured)
+			}
+		})
+	}
+}
+
+// The summary reaches the hook in its environment, escaped as the terminal
+// display is: one line, no escape sequence, the rationale cut, every flag.
+func TestHookEnvCarriesTheSummary(t *testing.T) {
+	t.Parallel()
+	exact := requests.Record{ID: "req_0123abcd", Tool: "git_push", Rationale: "why",
+		Call: &requests.Call{Tool: "git_push", Command: []string{"git", "push", "--force", "origin", "two words"}}}
+	long := requests.Record{ID: "req_0123abcd", Tool: "git", Subcommand: []string{"push"},
+		Flags: []string{"--force", "--no-verify"}, Rationale: strings.Repeat("r", 300)}
+	tests := []struct {
+		name   string
+		record requests.Record
+		want   string
+	}{
+		{
+			name: "escapes and line breaks are written as escapes; $(…) stays text",
+			record: requests.Record{ID: "req_0123abcd", Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"},
+				Rationale: "first line\nsecond \x1b[31mred\u202e \"quoted\" $(id) `id`"},
+			want: `git push --force: first line second \x1b[31mred\u202e "quoted" $(id) ` + "`id`",
+		},
+		{
+			name:   "an exact-call request is summarised as its command",
+			record: exact,
+			want:   `git push --force origin "two words": why`,
+		},
+		{
+			name:   "the rationale is cut to 200 characters, never the flags",
+			record: long,
+			want:   "git push --force --no-verify: " + strings.Repeat("r", 200) + "…",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := hookEnv("/usr/bin/notify-send", func(string) string { return "" }, tt.record)
+			want := []string{"WRAPTOOL_REQUEST_ID=req_0123abcd", "WRAPTOOL_SUMMARY=" + tt.want}
+			for _, w := range want {
+				if !slices.Contains(env, w) {
+					t.Errorf("environment %q\nlacks %q", env, w)
+				}
 			}
 		})
 	}
@@ -252,13 +294,13 @@ func TestHooks(t *testing.T) {
 			"WRAPTOOL_SECRET": "hunter2", "AWS_SECRET_ACCESS_KEY": "hunter3", "LD_PRELOAD": "/tmp/evil.so",
 			"WRAPTOOL_REQUEST_ID": "req_forged00",
 		}
-		rig := startHooks(t, []string{fakecli, "record", rec, "{id}", "{tool}", "{summary}"},
+		rig := startHooks(t, []string{fakecli, "record", rec, "{id}", "{tool}"},
 			func(k string) string { return server[k] }, 0)
 		m := hookRequest(t, "req_00000001", "a rationale\nwith \x1b[1m escapes")
 		rig.filed <- m
 		got := waitHookRecords(t, rec, 1)[0]
 
-		wantArgv := []string{fakecli, "record", rec, "req_00000001", "fake", `fake push --force: a rationale with \x1b[1m escapes`}
+		wantArgv := []string{fakecli, "record", rec, "req_00000001", "fake"}
 		if !slices.Equal(got.Argv, wantArgv) {
 			t.Errorf("argv = %q, want %q", got.Argv, wantArgv)
 		}
@@ -269,6 +311,7 @@ func TestHooks(t *testing.T) {
 			"LANG=C.UTF-8",
 			"PATH=" + filepath.Dir(fakecli) + ":/usr/local/bin:/usr/bin",
 			"WRAPTOOL_REQUEST_ID=req_00000001",
+			`WRAPTOOL_SUMMARY=fake push --force: a rationale with \x1b[1m escapes`,
 		}
 		if !slices.Equal(got.Env, wantEnv) {
 			t.Errorf("environment =\n%q\nwant exactly\n%q", got.Env, wantEnv)
@@ -387,6 +430,52 @@ func TestHooks(t *testing.T) {
 		rig.sink.waitFor(t, "level=WARN", "on_request hook failed", "id=req_0000000c", "wraptool-no-such-hook", "not found")
 	})
 
+	t.Run("a hook under a folder others may write by the time it runs is not started", func(t *testing.T) {
+		t.Parallel()
+		rec := t.TempDir()
+		open := filepath.Join(t.TempDir(), "open")
+		if err := os.MkdirAll(filepath.Join(open, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		hook := filepath.Join(open, "sub", "notify")
+		copyFile(t, fakecli, hook)
+		rig := startHooks(t, []string{hook, "record", rec, "{id}"}, nil, 0)
+		rig.filed <- hookRequest(t, "req_00000020", "safe layout")
+		waitHookRecords(t, rec, 1)
+		rig.sink.waitFor(t, "on_request hook ran", "id=req_00000020")
+		if err := os.Chmod(open, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		rig.filed <- hookRequest(t, "req_00000021", "swapped layout")
+		rig.sink.waitFor(t, "level=WARN", "on_request hook failed", "id=req_00000021", "refused to start",
+			"is under "+open+", which group or others may write", "chmod go-w "+open)
+		if got := readHookRecords(t, rec); len(got) != 1 {
+			t.Errorf("the hook ran under a world-writable folder: %d records, want 1", len(got))
+		}
+	})
+
+	t.Run("a hook's script under a folder others may write is not started", func(t *testing.T) {
+		t.Parallel()
+		rig := startHooks(t, nil, nil, 0)
+		marker := filepath.Join(rig.dir, "ran")
+		if err := os.Mkdir(filepath.Join(rig.dir, "open"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(rig.dir, "open"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(rig.dir, "open", "notify.sh"), []byte("touch "+marker+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rig.snaps.cur.Store(hookSnapshot(rig.dir, []string{"/bin/sh", "open/notify.sh"}))
+		rig.filed <- hookRequest(t, "req_00000022", "script")
+		rig.sink.waitFor(t, "level=WARN", "on_request hook failed", "id=req_00000022", "its argument open/notify.sh",
+			"chmod go-w "+filepath.Join(rig.dir, "open"))
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the script ran: %s exists", marker)
+		}
+	})
+
 	t.Run("stopping kills the running hooks and Run returns once they are reaped", func(t *testing.T) {
 		t.Parallel()
 		rec := t.TempDir()
@@ -415,4 +504,16 @@ func TestHooks(t *testing.T) {
 			t.Errorf("a hook killed by shutdown was logged as a failure:\n%s", strings.Join(lines, "\n"))
 		}
 	})
+}
+
+// copyFile copies the executable src to dst (0700).
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o700); err != nil {
+		t.Fatal(err)
+	}
 }

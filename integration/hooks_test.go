@@ -90,7 +90,8 @@ func logLineWith(log string, parts ...string) string {
 // runs once for each new request and not for a de-duplicated one, its
 // placeholders are replaced only where they are a whole argument, shell
 // syntax stays text, and it gets the request's line on stdin and only the
-// minimal environment, WRAPTOOL_REQUEST_ID and the desktop variables.
+// minimal environment, WRAPTOOL_REQUEST_ID, WRAPTOOL_SUMMARY and the desktop
+// variables.
 func TestHookRunsOncePerNewRequest(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -99,8 +100,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	pwned := filepath.Join(dir, "pwned")
-	cfg := hookConfig(t, dir, fakecli, "record", rec, "{id}", "{tool}", "{summary}", "{summary_json}",
-		"$(touch "+pwned+")", "x{id}")
+	cfg := hookConfig(t, dir, fakecli, "record", rec, "{id}", "{tool}", "$(touch "+pwned+")", "x{id}")
 	s := startServerIn(t, dir, cfg, "DISPLAY=:7", "WRAPTOOL_TEST_SECRET=s3cret", "LD_PRELOAD=/nonexistent/evil.so")
 	c := s.Connect(t, "/mcp")
 
@@ -122,8 +122,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 	t.Logf("%s", logLineWith(s.Log(), `msg="on_request hook ran"`, "id="+id))
 
 	summary := "fake push --force: the branch was rebased; $(touch " + pwned + ")"
-	summaryJSON, _ := json.Marshal(summary)
-	wantArgv := []string{fakecli, "record", rec, id, "fake", summary, string(summaryJSON), "$(touch " + pwned + ")", "x{id}"}
+	wantArgv := []string{fakecli, "record", rec, id, "fake", "$(touch " + pwned + ")", "x{id}"}
 	if !slices.Equal(got.Argv, wantArgv) {
 		t.Errorf("argv =\n%q\nwant\n%q", got.Argv, wantArgv)
 	}
@@ -138,7 +137,8 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 	for _, kv := range got.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		keys = append(keys, k)
-		want, check := map[string]string{"WRAPTOOL_REQUEST_ID": id, "DISPLAY": ":7", "HOME": filepath.Join(dir, "home"), "LANG": "C.UTF-8"}[k]
+		want, check := map[string]string{"WRAPTOOL_REQUEST_ID": id, "WRAPTOOL_SUMMARY": summary, "DISPLAY": ":7",
+			"HOME": filepath.Join(dir, "home"), "LANG": "C.UTF-8"}[k]
 		if check && v != want {
 			t.Errorf("%s = %q, want %q", k, v, want)
 		}
@@ -146,7 +146,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 			t.Errorf("PATH = %q, want the hook's folder first", v)
 		}
 	}
-	if want := []string{"DISPLAY", "HOME", "LANG", "PATH", "WRAPTOOL_REQUEST_ID"}; !slices.Equal(keys, want) {
+	if want := []string{"DISPLAY", "HOME", "LANG", "PATH", "WRAPTOOL_REQUEST_ID", "WRAPTOOL_SUMMARY"}; !slices.Equal(keys, want) {
 		t.Errorf("the hook's environment has %q, want exactly %q (nothing else of the server's)", keys, want)
 	}
 	if wantDir, _ := filepath.EvalSymlinks(dir); got.Cwd != wantDir {

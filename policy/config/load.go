@@ -85,7 +85,7 @@ func parse(file string, data []byte, o *Options, cache *files) (*Config, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: resolve folder: %w", file, err)
 	}
-	c := &Config{File: file, Dir: dir, lines: newLineIndex(0), files: cache.clone()}
+	c := &Config{File: file, Dir: dir, lines: newLineIndex(0), files: cache.clone(), opts: o}
 	if abs, err := filepath.Abs(file); err == nil {
 		c.files.put(abs, data)
 	}

@@ -19,11 +19,11 @@ const (
 	decides fileKind = iota
 	// secret: token files. As decides, and nobody but the owner may read it.
 	secret
-	// program: a tool's binary. As decides, without the sticky exemption:
-	// the exact program that runs with the operator's credentials lives
-	// there.
-	program
 )
+
+// A program (a tool's binary, an upstream's command or script, the hook) is
+// not a fileKind: runner.CheckProgram judges it, at load and again before
+// every start, walking every folder up to "/".
 
 // checkFile reports why path may not be trusted to decide what runs, or ""
 // when it may. A file that does not exist is no problem here (the caller
@@ -48,7 +48,7 @@ func checkFile(path string, kind fileKind) string {
 		if err != nil {
 			continue
 		}
-		if msg := checkFolder(path, dir, dinfo, kind); msg != "" {
+		if msg := checkFolder(path, dir, dinfo); msg != "" {
 			return msg
 		}
 	}
@@ -69,11 +69,11 @@ func checkOwnerAndMode(path string, info fs.FileInfo, kind fileKind) string {
 	return ""
 }
 
-func checkFolder(path, dir string, info fs.FileInfo, kind fileKind) string {
+func checkFolder(path, dir string, info fs.FileInfo) string {
 	if msg := checkOwner(dir, info); msg != "" {
 		return msg + " (it holds " + path + ")"
 	}
-	sticky := info.Mode()&fs.ModeSticky != 0 && kind != program
+	sticky := info.Mode()&fs.ModeSticky != 0
 	if info.Mode().Perm()&0o022 != 0 && !sticky {
 		return fmt.Sprintf("%s is in %s, which group or others may write, so they could replace it; fix with: chmod go-w %s", path, dir, dir)
 	}

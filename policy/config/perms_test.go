@@ -76,18 +76,96 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			name: "a hook others may write",
 			setup: func(t *testing.T, dir string) string {
 				chmod(t, filepath.Join(dir, "bin/tool"), 0o777)
-				return "  on_request: [$T/bin/tool, \"{summary}\"]\n"
+				return "  on_request: [$T/bin/tool, \"{id}\"]\n"
 			},
 			path: "mcp.on_request[0]", contains: "bin/tool is writable by group or others",
 		},
 		{
-			name: "a binary in a folder others may write, even a sticky one",
+			name: "a binary under a folder others may write, two levels up",
+			setup: func(t *testing.T, dir string) string {
+				mkdir(t, filepath.Join(dir, "open"), 0o777)
+				mkdir(t, filepath.Join(dir, "open/sub"), 0o700)
+				write(t, filepath.Join(dir, "open/sub/tool"), "#!/bin/sh\n", 0o755)
+				return "tools:\n  git:\n    binary: $T/open/sub/tool\n"
+			},
+			path: "tools.git.binary", contains: "open/sub/tool is under $T/open, which group or others may write, so they could put another program in its place; fix with: chmod go-w $T/open",
+		},
+		{
+			name: "a binary in a sticky folder another user owns",
+			root: true,
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "shared"), 0o777|os.ModeSticky)
+				chown(t, filepath.Join(dir, "shared"), nobody)
 				write(t, filepath.Join(dir, "shared/tool"), "#!/bin/sh\n", 0o755)
 				return "tools:\n  git:\n    binary: $T/shared/tool\n"
 			},
-			path: "tools.git.binary", contains: "shared/tool is in $T/shared, which group or others may write",
+			path: "tools.git.binary", contains: "$T/shared is owned by uid 65534",
+		},
+		{
+			name: "a symlinked binary whose target's folder others may write",
+			setup: func(t *testing.T, dir string) string {
+				mkdir(t, filepath.Join(dir, "open"), 0o777)
+				write(t, filepath.Join(dir, "open/real"), "#!/bin/sh\n", 0o755)
+				if err := os.Symlink(filepath.Join(dir, "open/real"), filepath.Join(dir, "bin/link")); err != nil {
+					t.Fatal(err)
+				}
+				return "tools:\n  git:\n    binary: $T/bin/link\n"
+			},
+			path: "tools.git.binary", contains: "bin/link is under $T/open",
+		},
+		{
+			name: "an upstream command by path under a folder others may write",
+			setup: func(t *testing.T, dir string) string {
+				mkdir(t, filepath.Join(dir, "open"), 0o777)
+				write(t, filepath.Join(dir, "open/srv"), "#!/bin/sh\n", 0o755)
+				return "mcp_servers:\n  fs:\n    command: $T/open/srv\n"
+			},
+			path: "mcp_servers.fs.command", contains: "open/srv is under $T/open",
+		},
+		{
+			name: "an upstream command found in a PATH folder others may write",
+			setup: func(t *testing.T, dir string) string {
+				mkdir(t, filepath.Join(dir, "open"), 0o777)
+				write(t, filepath.Join(dir, "open/srv"), "#!/bin/sh\n", 0o755)
+				return "mcp_servers:\n  fs:\n    command: srv\n    env: {PATH: $T/open}\n"
+			},
+			path: "mcp_servers.fs.command", contains: "open/srv is under $T/open",
+		},
+		{
+			name: "an upstream script others may write",
+			setup: func(t *testing.T, dir string) string {
+				write(t, filepath.Join(dir, "dir/server.py"), "print(1)\n", 0o646)
+				return "mcp_servers:\n  fs:\n    command: /bin/sh\n    args: [-u, $T/dir/server.py]\n"
+			},
+			path: "mcp_servers.fs.args[1]", contains: "dir/server.py is writable by group or others",
+		},
+		{
+			name: "a relative upstream script, taken from its working_dir, under a folder others may write",
+			setup: func(t *testing.T, dir string) string {
+				mkdir(t, filepath.Join(dir, "open"), 0o777)
+				write(t, filepath.Join(dir, "open/server.py"), "print(1)\n", 0o600)
+				return "mcp_servers:\n  fs:\n    command: /bin/sh\n    args: [server.py]\n    working_dir: $T/open\n"
+			},
+			path: "mcp_servers.fs.args[0]", contains: "open/server.py is under $T/open",
+		},
+		{
+			name: "a hook under a folder others may write",
+			setup: func(t *testing.T, dir string) string {
+				mkdir(t, filepath.Join(dir, "open"), 0o777)
+				mkdir(t, filepath.Join(dir, "open/hooks"), 0o700)
+				write(t, filepath.Join(dir, "open/hooks/notify"), "#!/bin/sh\n", 0o755)
+				return "  on_request: [$T/open/hooks/notify, \"{id}\"]\n"
+			},
+			path: "mcp.on_request[0]", contains: "open/hooks/notify is under $T/open",
+		},
+		{
+			name: "a hook's script under a folder others may write",
+			setup: func(t *testing.T, dir string) string {
+				mkdir(t, filepath.Join(dir, "open"), 0o777)
+				write(t, filepath.Join(dir, "open/notify.py"), "print(1)\n", 0o600)
+				return "  on_request: [/bin/sh, open/notify.py]\n"
+			},
+			path: "mcp.on_request[1]", contains: "open/notify.py is under $T/open",
 		},
 		{
 			name: "a request log others may write",
@@ -181,6 +259,18 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a sticky world-writable folder root owns is fine for a binary", func(t *testing.T) {
+		t.Parallel()
+		if os.Geteuid() != 0 {
+			t.Skip("needs root: the sticky folder must be root's")
+		}
+		dir := fixture(t)
+		mkdir(t, filepath.Join(dir, "shared"), 0o777|os.ModeSticky)
+		mkdir(t, filepath.Join(dir, "shared/mine"), 0o700)
+		write(t, filepath.Join(dir, "shared/mine/tool"), "#!/bin/sh\n", 0o755)
+		mustParse(t, dir, base+"tools:\n  git:\n    binary: $T/shared/mine/tool\n")
+	})
 
 	t.Run("a sticky world-writable folder is fine for the request log", func(t *testing.T) {
 		t.Parallel()

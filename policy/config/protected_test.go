@@ -174,7 +174,7 @@ mcp_servers:
 			links:  map[string]string{"self/wt": "$T/self/wraptool", "bin/linked": "$T/opt/real-tool", "path/npx": "$T/opt/real-tool"},
 			config: "etc/config.yaml",
 			self:   "self/wt",
-			yaml: head + `  on_request: [notify, "{summary}"]
+			yaml: head + `  on_request: [notify, "{id}"]
 tools:
   git:
     binary: $T/bin/tool

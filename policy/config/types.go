@@ -32,6 +32,9 @@ type Config struct {
 	lines lineIndex
 	// files are the bytes this load read, each file once (see files).
 	files *files
+	// opts are the options it was loaded with: validation looks the
+	// hook's and the upstreams' commands up in the PATH they read.
+	opts *Options
 }
 
 // MCP configures the MCP listener.
@@ -62,8 +65,9 @@ type MCP struct {
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// OnRequest is the operator's hook: a command and its arguments,
 	// started without a shell for every new capability request. An argument
-	// that is exactly {id}, {tool}, {summary} or {summary_json} is replaced.
-	// Empty means none.
+	// that is exactly {id} or {tool} is replaced; the assistant's words
+	// reach it only in its environment (WRAPTOOL_SUMMARY) and on its stdin,
+	// never as an argument. Empty means none.
 	OnRequest []string `yaml:"on_request"`
 	// ElicitClients are the clients whose prompts a person answers: a
 	// session on one of their tokens is asked to decide its own requests

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // Validate runs every semantic check of the contract on a loaded config and
@@ -213,49 +214,34 @@ func (v *validator) distinctTokens() {
 	}
 }
 
-// runners, programs and interpreters are the hook commands that could run
-// the assistant's words (a {summary} argument) as code: a shell, or a
-// program that runs its arguments as a command, at all; a program whose
-// first argument is a program (awk, sed) at all; an interpreter when given
-// an inline program.
-var (
-	runners = []string{
-		"sh", "bash", "dash", "zsh", "ksh", "mksh", "oksh", "yash", "fish", "csh", "tcsh", "ash", "busybox", "toybox", "rc", "es",
-		"env", "xargs", "eval", "exec", "command", "builtin", "sudo", "doas", "su", "runuser", "pkexec", "nice", "nohup",
-		"timeout", "setsid", "stdbuf", "ionice", "chrt", "taskset", "chroot", "unshare", "nsenter", "strace", "ltrace",
-		"watch", "flock", "script", "ssh", "systemd-run", "parallel", "find", "time", "expect", "tmux", "screen",
-		"awk", "gawk", "mawk", "nawk", "busybox-awk", "sed", "gsed", "m4", "dc", "bc", "gdb",
-	}
-	interpreters = []string{"python", "pypy", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish",
-		"osascript", "pwsh", "powershell", "Rscript", "R", "julia", "guile", "racket", "sbcl", "ocaml", "irb", "jshell", "groovy",
-		"scala", "kotlin", "elixir", "erl", "escript", "raku", "java", "swift", "qjs", "jq"}
-	// inlineLetters are the short options that give an interpreter its
-	// program (python -c, perl -e/-E, ruby -e, node -e/-p, php -r, lua -e,
-	// R -e); a cluster holding one of them (python -Sc) counts too.
-	inlineLetters = "ceEprx"
-	inlineLong    = []string{"--eval", "--command", "--exec", "--print", "--expression", "--run", "--code"}
-)
+// summaryPlaceholders were the hook's placeholders for the assistant's
+// words. No argument may carry them: a program that runs its arguments as a
+// command (rbash -c, setpriv sh -c, make -E) would run a $(…) rationale, and
+// no list of such programs can be complete.
+var summaryPlaceholders = []string{"{summary}", "{summary_json}"}
 
-// onRequest checks the operator's hook: a command, not a shell, and no
-// interpreter given an inline program, so a request's words (a {summary}
-// argument) can never become code.
+// onRequest checks the operator's hook: no argument that would carry the
+// assistant's words, not wraptool itself, and a program (and any script it
+// is given) that only the operator or root can change.
 func (v *validator) onRequest(p fieldPath, argv []string) {
 	if len(argv) == 0 {
 		return
+	}
+	for i, a := range argv {
+		for _, ph := range summaryPlaceholders {
+			if strings.Contains(a, ph) {
+				v.fail(p.index(i), "%q: %s is not a placeholder: no argument ever carries the assistant's words (a shell or a program "+
+					"that runs its arguments would run them); the summary is in the hook's environment as WRAPTOOL_SUMMARY and the "+
+					"request's JSON line on its stdin, e.g. [\"/bin/sh\", \"-c\", \"notify-send wraptool \\\"$WRAPTOOL_SUMMARY\\\"\"]", a, ph)
+				return
+			}
+		}
 	}
 	if argv[0] == "" {
 		v.fail(p.index(0), "is empty: the hook's first element is its command")
 		return
 	}
-	base := filepath.Base(argv[0])
-	// python3.12, perl5.36, gawk-5: the family name decides.
-	name := strings.TrimRight(base, "0123456789.-")
-	if slices.Contains(runners, base) || slices.Contains(runners, name) {
-		v.fail(p.index(0), "%q is a shell or runs its arguments as a program: the hook runs without one, so a request's words never become code; "+
-			"name the program itself, or write a script and name that", argv[0])
-		return
-	}
-	if base == "wraptool" || isSelf(argv[0]) {
+	if filepath.Base(argv[0]) == "wraptool" || isSelf(argv[0]) {
 		v.fail(p.index(0), "%q is wraptool itself: a hook that decides requests would approve whatever the assistant asks", argv[0])
 		return
 	}
@@ -263,23 +249,39 @@ func (v *validator) onRequest(p fieldPath, argv []string) {
 		// A path (load made it absolute): the file must be an
 		// executable only the operator can change, as a tool's binary.
 		v.executable(p.index(0), argv[0])
-	}
-	if !slices.Contains(interpreters, base) && !slices.Contains(interpreters, name) {
-		return
-	}
-	for i, a := range argv[1:] {
-		inline := false
-		switch {
-		case strings.HasPrefix(a, "--"):
-			key, _, _ := strings.Cut(a, "=")
-			inline = slices.Contains(inlineLong, key)
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			inline = strings.ContainsAny(a[1:], inlineLetters)
-		}
-		if inline {
-			v.fail(p.index(i+1), "%q gives %s an inline program: a request's words could become code; write a script and name it instead", a, argv[0])
+	} else if cmd, ok := lookCommand(argv[0], "", v.c.opts, nil, nil); ok {
+		// A bare name is found where the hook will find it; one not
+		// found is logged when the hook runs.
+		if isSelf(cmd) {
+			v.fail(p.index(0), "%q is wraptool itself (%s): a hook that decides requests would approve whatever the assistant asks", argv[0], cmd)
 			return
 		}
+		v.program(p.index(0), cmd)
+	}
+	// A script the hook is given (python3 notify.py) decides what runs as
+	// much as its command; the hook runs in the config's folder.
+	v.scripts(argv[1:], v.c.Dir, func(i int) fieldPath { return p.index(i + 1) })
+}
+
+// scripts checks each of args that names an existing regular file as a
+// program (runner.CheckScripts: a relative one taken from dir, the process's
+// working directory, "" for the server's own); at gives each one's field.
+func (v *validator) scripts(args []string, dir string, at func(int) fieldPath) {
+	if i, err := runner.CheckScripts(args, dir); err != nil {
+		v.fail(at(i), "%v", err)
+	}
+}
+
+// exists reports whether path names something on disk.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// program refuses a program others could change or replace.
+func (v *validator) program(p fieldPath, path string) {
+	if err := runner.CheckProgram(path); err != nil {
+		v.fail(p, "%v", err)
 	}
 }
 
@@ -482,7 +484,14 @@ func (v *validator) server(name string, s *MCPServer) {
 	}
 	if s.Command == "" {
 		v.fail(p.key("command"), "is required")
+	} else if cmd, ok := lookCommand(s.Command, s.WorkingDir, v.c.opts, s.FileEnv, s.Env); ok && exists(cmd) {
+		// Checked where the upstream will find it (after its PATH
+		// lookup); a command not found fails its start, with the reason.
+		v.program(p.key("command"), cmd)
 	}
+	// A script argument (server.py) is taken from the upstream's working
+	// directory, where the process opens it.
+	v.scripts(s.Args, s.WorkingDir, p.key("args").index)
 	if s.WorkingDir != "" {
 		v.dir(p.key("working_dir"), s.WorkingDir)
 	}
@@ -599,7 +608,8 @@ func (v *validator) executable(p fieldPath, path string) {
 
 // binaryProblem says why path may not be a tool's binary, or "": it must be
 // an executable regular file that only its owner (the operator or root) may
-// change, in a folder only they may write, and not wraptool itself.
+// change, under folders up to "/" only they may write (runner.CheckProgram),
+// and not wraptool itself.
 func binaryProblem(path string) string {
 	info, err := os.Stat(path)
 	switch {
@@ -614,7 +624,10 @@ func binaryProblem(path string) string {
 	case isSelf(path):
 		return fmt.Sprintf("%s is wraptool itself; wrapping it would let the assistant act as the operator", path)
 	}
-	return checkFile(path, program)
+	if err := runner.CheckProgram(path); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 func (v *validator) dir(p fieldPath, path string) {

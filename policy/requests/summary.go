@@ -13,7 +13,7 @@ import (
 const MaxSummaryRationale = 200
 
 // Summary is a request in one line for a notification (the operator's
-// hook's {summary}): "git push --force: <rationale>". The
+// hook's WRAPTOOL_SUMMARY): "git push --force: <rationale>". The
 // tool, subcommand and flags are rendered as Token, Subcommand and Flags
 // render them (every flag, never cut: a request must not hide one), or for
 // an exact-call request the command as Command renders it; then ": " and
@@ -33,8 +33,8 @@ func Summary(r Record) string {
 	return head + ": " + cutText(r.Rationale, MaxSummaryRationale)
 }
 
-// SummaryJSON is Summary as a JSON string, quotes included (the hook's
-// {summary_json}); HTML characters are left as they are, as in the log.
+// SummaryJSON is Summary as a JSON string, quotes included; HTML characters
+// are left as they are, as in the log.
 func SummaryJSON(r Record) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -92,8 +92,14 @@ func (r *Reaper) Sweep() {
 // (the process is reaped), never before. On a nil Reaper it only starts
 // cmd. done is never nil and may be called more than once. When sb cannot
 // confine the process, nothing starts and the error says why
-// (ErrNoConfinement).
+// (ErrNoConfinement). Nor does it when the program is one others could
+// change or replace (CheckProgram; the error wraps ErrUntrusted): every
+// child passes here, so a folder swapped while the server runs is caught at
+// the next start of whatever lies under it.
 func (r *Reaper) Start(cmd *exec.Cmd, sb *Sandbox) (done func(), err error) {
+	if err := startCheck(cmd); err != nil {
+		return func() {}, err
+	}
 	if r == nil {
 		return func() {}, sb.start(cmd)
 	}

@@ -130,8 +130,8 @@ func Run(ctx context.Context, c Command) Result {
 	}
 	if err != nil {
 		switch {
-		case errors.Is(err, ErrNoConfinement):
-			// Already says what could not be done.
+		case errors.Is(err, ErrNoConfinement), errors.Is(err, ErrUntrusted):
+			// Already says what could not be done, and why.
 		case ctx.Err() != nil:
 			err = fmt.Errorf("cancelled: %w", ctx.Err())
 		default:
