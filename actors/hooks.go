@@ -45,9 +45,21 @@ var hookDesktopEnv = []string{"DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_AD
 // runs its arguments as a command (sh -c, make -E, setpriv sh -c) would run
 // them, and no list of such programs is complete. They reach the hook in
 // its environment (WRAPTOOL_SUMMARY) and on its stdin.
-var hookPlaceholders = map[string]func(requests.Record) string{
-	"{id}":   func(r requests.Record) string { return r.ID },
-	"{tool}": func(r requests.Record) string { return r.Tool },
+//
+// {tool} is the tool's key only when the config has that tool; for a
+// request naming any other tool it is an empty argument. The assistant
+// picks the name, and a token can still name a program (`sh`, `perl`): a
+// hook that hands {tool} to something that runs it (`env {tool}`, `sh -c
+// {tool}`) would start it, reading the request's line on stdin as its
+// script. The config's own tool names are the operator's words.
+var hookPlaceholders = map[string]func(r requests.Record, known func(string) bool) string{
+	"{id}": func(r requests.Record, _ func(string) bool) string { return r.ID },
+	"{tool}": func(r requests.Record, known func(string) bool) string {
+		if known(r.Tool) {
+			return r.Tool
+		}
+		return ""
+	},
 }
 
 // Hooks runs the operator's hook (mcp.on_request) for every new capability
@@ -160,7 +172,7 @@ func (h *Hooks) command(m messages.RequestFiled) (hookRun, bool) {
 	}
 	c := hookRun{configured: slices.Clone(configured)}
 	dir := hookDir(snap.Config.Dir, snap.Config.File)
-	argv := hookArgv(configured, m.Record)
+	argv := hookArgv(configured, m.Record, func(tool string) bool { _, ok := snap.Config.Tools[tool]; return ok })
 	// As for an upstream server: a bare name is looked up in the PATH the
 	// hook itself gets, then that PATH starts with the binary's folder.
 	path, err := runner.LookPath(hookBinary(argv[0], dir), hookEnv("", h.getenv, m.Record))
@@ -220,16 +232,16 @@ func (h *Hooks) run(ctx context.Context, c hookRun, id string) {
 }
 
 // hookArgv replaces each argument of configured that is exactly a
-// placeholder with r's value. A placeholder inside a longer argument stays
+// placeholder with r's value; known says which tools the config has. A placeholder inside a longer argument stays
 // as written: splicing the assistant's text into the operator's would let it
 // shape an argument (a URL, a --flag=value) the operator wrote. The command
 // itself (argv[0]) is never replaced: which program runs is the operator's
 // choice alone.
-func hookArgv(configured []string, r requests.Record) []string {
+func hookArgv(configured []string, r requests.Record, known func(tool string) bool) []string {
 	argv := make([]string, len(configured))
 	for i, a := range configured {
 		if value, ok := hookPlaceholders[a]; ok && i > 0 {
-			argv[i] = value(r)
+			argv[i] = value(r, known)
 			continue
 		}
 		argv[i] = a

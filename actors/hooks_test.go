@@ -78,11 +78,11 @@ func hookRequest(t *testing.T, id, rationale string) messages.RequestFiled {
 	return messages.RequestFiled{Record: r, Line: append(line, '\n')}
 }
 
-// hookSnapshot is a snapshot whose config lives in dir and names argv as
-// its hook.
+// hookSnapshot is a snapshot whose config lives in dir, names argv as its
+// hook and has the tool the test requests name (fake).
 func hookSnapshot(dir string, argv []string) *Snapshot {
 	return &Snapshot{Config: &config.Config{File: filepath.Join(dir, "config.yaml"), Dir: dir,
-		MCP: config.MCP{OnRequest: argv}}}
+		MCP: config.MCP{OnRequest: argv}, Tools: map[string]*config.Tool{"fake": {}}}}
 }
 
 // hookSnapshots is a Snapshots a test can change, which hands the test
@@ -168,6 +168,14 @@ func TestHookArgv(t *testing.T) {
 			want:       []string{"{tool}", "req_0123abcd"},
 		},
 		{
+			// The assistant names the tool; a token can still name a
+			// program a hook might start (env {tool}, sh -c {tool}).
+			name:       "a tool the config does not have is an empty argument",
+			record:     requests.Record{ID: "req_0123abcd", Tool: "perl", Subcommand: []string{"x"}},
+			configured: []string{"/usr/bin/env", "{tool}", "{id}"},
+			want:       []string{"/usr/bin/env", "", "req_0123abcd"},
+		},
+		{
 			name:       "a placeholder may be repeated",
 			record:     r,
 			configured: []string{"notify", "{id}", "{id}"},
@@ -178,7 +186,7 @@ func TestHookArgv(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			configured := slices.Clone(tt.configured)
-			got := hookArgv(configured, tt.record)
+			got := hookArgv(configured, tt.record, func(tool string) bool { return tool == "git" })
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("hookArgv(%q) =\n%q\nwant\n%q", tt.configured, got, tt.want)
 			}
