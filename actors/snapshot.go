@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
@@ -168,7 +169,7 @@ func (s *Snapshot) overlay(grants []*requests.Record) {
 				s.Dormant[r.ID] = errPolicyChanged
 				continue
 			}
-			g.Exact = append(g.Exact, toolset.ExactGrant{ID: r.ID, Once: r.Grant.Once, Until: r.Grant.Until, Call: *r.Call})
+			g.Exact = append(g.Exact, toolset.ExactGrant{ID: r.ID, Once: r.Grant.Once, Until: r.Grant.Until, Approved: decided(r), Call: *r.Call})
 			continue
 		}
 		spec := config.GrantSpec{ID: r.ID, Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags}
@@ -189,7 +190,7 @@ func (s *Snapshot) overlay(grants []*requests.Record) {
 		}
 		r := byID[spec.ID]
 		g.Capability = append(g.Capability, toolset.CapabilityGrant{ID: r.ID, Once: r.Grant.Once, Until: r.Grant.Until,
-			Tool: r.Tool, Subcommand: r.Subcommand, Policy: p})
+			Approved: decided(r), Tool: r.Tool, Subcommand: r.Subcommand, Policy: p})
 		if !r.Grant.Once && (g.TimedUntil.IsZero() || r.Grant.Until.Before(g.TimedUntil)) {
 			g.TimedUntil = r.Grant.Until
 		}
@@ -207,6 +208,14 @@ func (s *Snapshot) overlay(grants []*requests.Record) {
 	g.Timed = ov.Timed
 	s.Policy = ov.Policy
 	s.State.Grants = g
+}
+
+// decided is when r was decided; the zero time when the log does not say.
+func decided(r *requests.Record) time.Time {
+	if r.DecidedAt == nil {
+		return time.Time{}
+	}
+	return *r.DecidedAt
 }
 
 // WatchPaths are the files whose changes trigger a reload: the config and

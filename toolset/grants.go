@@ -45,6 +45,9 @@ type CapabilityGrant struct {
 	ID    string
 	Once  bool
 	Until time.Time
+	// Approved is when it was decided: among once-grants of both kinds
+	// that allow a call, the oldest is used.
+	Approved time.Time
 	// Tool and Subcommand are the request's: a combined timed policy's
 	// call is credited to the oldest timed grant for its rule.
 	Tool       string
@@ -58,7 +61,9 @@ type ExactGrant struct {
 	ID    string
 	Once  bool
 	Until time.Time
-	Call  requests.Call
+	// Approved is when it was decided (see CapabilityGrant.Approved).
+	Approved time.Time
+	Call     requests.Call
 }
 
 // GrantUser consumes a once-grant: one step under the request log's lock
@@ -94,7 +99,8 @@ var errDirChanged = errors.New("the working directory is not the one the exact c
 
 // grantFor finds the grant that allows a call the config alone refuses:
 // timed capability grants first, then timed exact-call grants, then
-// once-grants, the oldest first, capability before exact, so a once-grant
+// once-grants, the oldest first of either kind (capability first when two
+// were approved at the same instant), so a once-grant
 // is kept whenever a timed grant allows the call. A call is credited to the
 // grant whose capability covers what the config refused: the oldest timed
 // grant that allows it alone; when only several timed grants together do
@@ -115,10 +121,15 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 		return out
 	}
 	timed := timedFirst(false)
+	// approved is when the grant a use names was decided, for choosing
+	// the oldest once-grant across both kinds.
+	approved := map[*grantUse]time.Time{}
 	capability := func(list []CapabilityGrant) (policy.Decision, *grantUse) {
 		for _, c := range list {
 			if d := c.Policy.Evaluate(call); d.Allowed() {
-				return d, &grantUse{id: c.ID, once: c.Once, until: c.Until}
+				u := &grantUse{id: c.ID, once: c.Once, until: c.Until}
+				approved[u] = c.Approved
+				return d, u
 			}
 		}
 		return policy.Decision{}, nil
@@ -149,7 +160,9 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 				continue
 			}
 			if d := st.base().EvaluateExact(call); d.Allowed() {
-				return d, &grantUse{id: e.ID, once: e.Once, until: e.Until, exact: &e.Call}
+				u := &grantUse{id: e.ID, once: e.Once, until: e.Until, exact: &e.Call}
+				approved[u] = e.Approved
+				return d, u
 			}
 		}
 		return policy.Decision{}, nil
@@ -157,10 +170,13 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 	if d, u := exact(false); u != nil {
 		return d, u
 	}
-	if d, u := capability(timedFirst(true)); u != nil {
-		return d, u
+	// Among once-grants the oldest is used, whichever its kind.
+	dc, uc := capability(timedFirst(true))
+	de, ue := exact(true)
+	if uc != nil && (ue == nil || !approved[ue].Before(approved[uc])) {
+		return dc, uc
 	}
-	return exact(true)
+	return de, ue
 }
 
 // needed is the use of a call that no timed grant allows alone but all of

@@ -333,6 +333,57 @@ func TestGrantAttribution(t *testing.T) {
 	}
 }
 
+// Among once-grants the oldest is used whichever its kind: an exact-call
+// once-grant approved before a capability once-grant that also allows the
+// call is the one consumed, and the reverse.
+func TestOnceGrantsOldestOfEitherKind(t *testing.T) {
+	t.Parallel()
+	switches := map[string]*policy.Constraint{"--graph": {Type: "boolean"}}
+	rule := func(flags ...string) *policy.Policy {
+		return newPolicy(t, policy.Tool{Name: "fake", Binary: fakecli, Allow: []*policy.AllowRule{{Subcommand: []string{"report"},
+			Flags: flags, FlagConstraints: switches}}})
+	}
+	base, graph := rule(), rule("--graph")
+	call := policy.Call{Tool: "fake", Subcommand: []string{"report"}, Params: map[string]any{"graph": true}}
+	command, ok := base.Command(call)
+	if !ok {
+		t.Fatal("no command for the call")
+	}
+	canonical := json.RawMessage(`{"graph":true}`)
+	now := time.Now()
+	older, newer := now.Add(-2*time.Minute), now.Add(-time.Minute)
+	capability := func(approved time.Time) CapabilityGrant {
+		return CapabilityGrant{ID: "req_capabil0", Once: true, Until: now.Add(time.Hour), Approved: approved,
+			Tool: "fake", Subcommand: []string{"report"}, Policy: graph}
+	}
+	exact := func(approved time.Time) ExactGrant {
+		return ExactGrant{ID: "req_exact000", Once: true, Until: now.Add(time.Hour), Approved: approved,
+			Call: requests.Call{Tool: "fake_report", Arguments: canonical, Command: command, Policy: "hash"}}
+	}
+	for _, tc := range []struct {
+		name       string
+		cap, exact time.Time
+		want       string
+	}{
+		{"the exact-call grant is older", newer, older, "req_exact000"},
+		{"the capability grant is older", older, newer, "req_capabil0"},
+		{"approved at the same instant, capability first", older, older, "req_capabil0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := &State{Policy: graph, Base: base, PolicyHash: "hash", Grants: &Grants{
+				Capability: []CapabilityGrant{capability(tc.cap)}, Exact: []ExactGrant{exact(tc.exact)}}}
+			d, u := st.grantFor("fake_report", call, canonical, now)
+			if u == nil || !d.Allowed() {
+				t.Fatal("no grant allows the call")
+			}
+			if u.id != tc.want {
+				t.Errorf("credited %s, want %s", u.id, tc.want)
+			}
+		})
+	}
+}
+
 // The audit line of a call that needed two grants names the one approved
 // last and lists both; one that needed only the second names it alone.
 func TestAuditNamesTheGrantsACallUsed(t *testing.T) {
