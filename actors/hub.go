@@ -768,7 +768,8 @@ func (sw *streamWatch) observe(next http.Handler) http.Handler {
 
 // bind notes session id, just created, as belonging to b, with end ending
 // its lifetime. Past the watch's bound it forgets the least recently used
-// other sessions, preferring those without a stream and idle, and returns
+// other sessions, of the newcomer's role first, preferring those without a
+// stream and idle, and returns
 // their ids for closeEvicted (closing a session waits for it, so not under
 // the lock, nor while the SDK writes the new session's answer).
 func (sw *streamWatch) bind(id string, b binding, end context.CancelFunc) (evicted []string) {
@@ -781,10 +782,21 @@ func (sw *streamWatch) bind(id string, b binding, end context.CancelFunc) (evict
 	}
 	u.last, u.end, u.bound = time.Now(), end, &b
 	for len(sw.sessions) > sw.max {
+		// A session of the newcomer's own role goes first: a flood of
+		// sessions on one token (the assistant's) must not close the
+		// session of a client a person answers.
 		victim, vu := "", (*sessionUse)(nil)
-		for other, ou := range sw.sessions {
-			if other != id && (vu == nil || evictsBefore(ou, vu)) {
-				victim, vu = other, ou
+		for _, sameRole := range []bool{true, false} {
+			for other, ou := range sw.sessions {
+				if other == id || sameRole && (ou.bound == nil || ou.bound.role != b.role) {
+					continue
+				}
+				if vu == nil || evictsBefore(ou, vu) {
+					victim, vu = other, ou
+				}
+			}
+			if vu != nil {
+				break
 			}
 		}
 		if vu == nil {

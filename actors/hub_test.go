@@ -1598,6 +1598,24 @@ func TestHubBoundsTheSessionsItKeeps(t *testing.T) {
 	h.sink.waitFor(t, `msg="too many sessions; closed the least recently used"`)
 }
 
+// A flood of sessions on one token closes sessions of that token first:
+// the assistant, holding the main token, cannot close the idle session of a
+// client a person answers by opening sessions of its own.
+func TestHubEvictsTheNewcomersRoleFirst(t *testing.T) {
+	t.Parallel()
+	const max = 3
+	h := startBindingHub(t, HubOptions{MaxSessions: max})
+	asker := h.openSession(t, elicitToken) // the oldest, idle, no stream
+	first := h.openSession(t, mainToken)
+	for range 2 * max {
+		h.openSession(t, mainToken)
+	}
+	if res := h.do(t, hubRequest{method: "POST", path: "/mcp", token: elicitToken, session: asker, body: ping}); res.status != 200 {
+		t.Errorf("the elicitation client's session: status %d, body %q; want it kept", res.status, res.body)
+	}
+	checkRefusal(t, "the oldest main-token session", h.do(t, hubRequest{method: "POST", path: "/mcp", token: mainToken, session: first, body: ping}), 404, "session not found")
+}
+
 // openGETStream opens session id's GET stream and waits until the hub has
 // noted it; the returned func ends it.
 func (h *hubHarness) openGETStream(t *testing.T, token, id string) func() {

@@ -313,6 +313,7 @@ func (t *RequestTool) elicitClient(st *State, req *mcp.CallToolRequest) string {
 	}
 	auth := req.Extra.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(auth, " ")
+	token = strings.TrimSpace(token) // as the hub reads it
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return ""
 	}
@@ -337,7 +338,8 @@ func (t *RequestTool) elicitClient(st *State, req *mcp.CallToolRequest) string {
 // approve` prints it: never asked are a tool the config does not have, a
 // subcommand a deny rule covers, an empty subcommand, a flag the help does
 // not list (any flag, where the subcommand's help is unknown; exact calls
-// included), an exact call no grant could allow, and a capability whose
+// included), a value too long to be shown whole (one click would allow a
+// tail nobody saw), an exact call no grant could allow, and a capability whose
 // merge would be refused or whose effect cannot be computed: a person must
 // see what one click grants.
 func elicitable(st *State, r requests.Request) (effect []string, why string) {
@@ -352,6 +354,15 @@ func elicitable(st *State, r requests.Request) (effect []string, why string) {
 	}
 	if unlisted, l := requests.Unlisted(st.Helps, r.Tool, r.Subcommand, r.Flags); len(unlisted) > 0 {
 		return nil, "not listed in the help: " + requests.Flags(unlisted) + " " + requests.Mark(r.Tool, r.Subcommand, l)
+	}
+	shown := append(append([]string{r.Tool}, r.Subcommand...), r.Flags...)
+	if r.Call != nil {
+		shown = append(append(shown, r.Call.Command...), r.Call.Cwd)
+	}
+	for _, t := range shown {
+		if !requests.Whole(t) {
+			return nil, fmt.Sprintf("a value is longer than the %d characters a question shows whole", requests.MaxTokenDisplay)
+		}
 	}
 	rec := requests.Record{Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags, Call: r.Call}
 	if r.Call != nil {

