@@ -74,21 +74,11 @@ func gitRepos(t *testing.T, dir string) (remote, work string) {
 
 func TestPsqlHelpFlagCannotTakeTheHost(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	env := filepath.Join(dir, "pg.env")
-	if err := os.WriteFile(env, []byte("PGPASSWORD=s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	connections := filepath.Join(scratch(t, dir), "connections.log")
-	s := startServerIn(t, dir, serverConfig(t, dir, `  psql:
-    binary: `+fakepsql+`
-    env_files: [`+env+`]
-    env: {FAKEPSQL_LOG: `+connections+`}
-    allow:
+	s, connections := psqlServer(t, "psql", `
       - subcommand: []
         flags: ["-l"]
         flag_constraints: {"-l": {type: boolean}}
-`))
+`)
 	c := s.Connect(t, "/mcp")
 
 	// psql's own help says -h is the host, so -h is not even seeded (only
@@ -123,6 +113,26 @@ func TestPsqlHelpFlagCannotTakeTheHost(t *testing.T) {
 	}
 }
 
+// psqlServer serves fakepsql as each named tool with the allow rules
+// given (name, rules, name, rules…), the password in an env file, and
+// returns the file where fakepsql logs every connection and the password
+// it carried.
+func psqlServer(t *testing.T, toolsAndRules ...string) (*server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	env := filepath.Join(dir, "pg.env")
+	if err := os.WriteFile(env, []byte("PGPASSWORD=s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	connections := filepath.Join(scratch(t, dir), "connections.log")
+	var tools strings.Builder
+	for i := 0; i+1 < len(toolsAndRules); i += 2 {
+		fmt.Fprintf(&tools, "  %s:\n    binary: %s\n    env_files: [%s]\n    env: {FAKEPSQL_LOG: %s}\n    allow:%s",
+			toolsAndRules[i], fakepsql, env, connections, toolsAndRules[i+1])
+	}
+	return startServerIn(t, dir, serverConfig(t, dir, tools.String())), connections
+}
+
 // psql's database name may be a connection string naming the host, which
 // the help-flag rule does not cover: without a pattern, -d and the
 // positional send the env file's password to a host the assistant picks.
@@ -130,17 +140,7 @@ func TestPsqlHelpFlagCannotTakeTheHost(t *testing.T) {
 // and a plain name still connects to the configured host.
 func TestPsqlConnectionStringNeedsAPattern(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	env := filepath.Join(dir, "pg.env")
-	if err := os.WriteFile(env, []byte("PGPASSWORD=s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	connections := filepath.Join(scratch(t, dir), "connections.log")
-	s := startServerIn(t, dir, serverConfig(t, dir, `  psql:
-    binary: `+fakepsql+`
-    env_files: [`+env+`]
-    env: {FAKEPSQL_LOG: `+connections+`}
-    allow:
+	s, connections := psqlServer(t, "psql", `
       - subcommand: []
         flags: ["-l", "-d"]
         flag_constraints:
@@ -148,16 +148,12 @@ func TestPsqlConnectionStringNeedsAPattern(t *testing.T) {
           "-d": {type: string, pattern: "[A-Za-z0-9_][A-Za-z0-9_-]*"}
         arg_constraints:
           pattern: "[A-Za-z0-9_][A-Za-z0-9_-]*"
-  psqlopen:
-    binary: `+fakepsql+`
-    env_files: [`+env+`]
-    env: {FAKEPSQL_LOG: `+connections+`}
-    allow:
+`, "psqlopen", `
       - subcommand: []
         flags: ["-d"]
         flag_constraints:
           "-d": {type: string}
-`))
+`)
 	c := s.Connect(t, "/mcp")
 	for _, tc := range []struct {
 		name string
