@@ -757,7 +757,14 @@ func (sw *streamWatch) observe(next http.Handler) http.Handler {
 			})
 			defer sw.update(id, func(u *sessionUse) { u.active--; u.last = time.Now() })
 		case id != "" && r.Method == http.MethodGet:
-			sw.update(id, func(u *sessionUse) { u.streamed = true })
+			// Streamed only once the SDK opens the stream: a GET it refuses
+			// (a bad Accept, an unknown id) must not exempt the session
+			// from the sweep of sessions that never streamed.
+			w = &headWriter{ResponseWriter: w, head: func(code int) {
+				if code == http.StatusOK {
+					sw.update(id, func(u *sessionUse) { u.streamed = true })
+				}
+			}}
 		case id != "":
 			sw.update(id, func(u *sessionUse) { u.active++ })
 			defer sw.update(id, func(u *sessionUse) { u.active--; u.last = time.Now() })
@@ -1167,6 +1174,33 @@ func (w *bindingWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *bindingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// headWriter tells head the status of the answer as its head is written,
+// once.
+type headWriter struct {
+	http.ResponseWriter
+	head func(code int)
+	once sync.Once
+}
+
+func (w *headWriter) WriteHeader(code int) {
+	w.once.Do(func() { w.head(code) })
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { w.head(http.StatusOK) })
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps the stream flushable; a flush before any head writes 200.
+func (w *headWriter) Flush() {
+	w.once.Do(func() { w.head(http.StatusOK) })
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *headWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // sseBindings is the token each live legacy SSE session belongs to, by
 // session id. A binding lives while its session's stream (a GET, holding a

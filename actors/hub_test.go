@@ -1616,6 +1616,40 @@ func TestHubEvictsTheNewcomersRoleFirst(t *testing.T) {
 	checkRefusal(t, "the oldest main-token session", h.do(t, hubRequest{method: "POST", path: "/mcp", token: mainToken, session: first, body: ping}), 404, "session not found")
 }
 
+// A GET the SDK refuses does not count as a stream: only a stream the SDK
+// opened exempts a session from the sweep of sessions that never streamed.
+func TestHubCountsOnlyAnOpenedStream(t *testing.T) {
+	t.Parallel()
+	h := startBindingHub(t, HubOptions{})
+	id := h.openSession(t, mainToken)
+	req, err := http.NewRequest("GET", h.baseURL()+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+mainToken)
+	req.Header.Set("Accept", "application/json") // no text/event-stream
+	req.Header.Set("Mcp-Session-Id", id)
+	res, err := (&http.Client{Transport: h.client.Transport, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusOK {
+		t.Fatalf("the SDK opened a stream for Accept: application/json")
+	}
+	streamed := func() bool {
+		h.hub.streams.mu.Lock()
+		defer h.hub.streams.mu.Unlock()
+		u := h.hub.streams.sessions[id]
+		return u != nil && u.streamed
+	}
+	if streamed() {
+		t.Errorf("a GET answered %d marked the session as streamed", res.StatusCode)
+	}
+	stop := h.openGETStream(t, mainToken, id) // waits until it is marked
+	stop()
+}
+
 // openGETStream opens session id's GET stream and waits until the hub has
 // noted it; the returned func ends it.
 func (h *hubHarness) openGETStream(t *testing.T, token, id string) func() {
