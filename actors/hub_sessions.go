@@ -1,0 +1,266 @@
+package actors
+
+import (
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// streamWatch expires the Streamable HTTP sessions that never opened a GET
+// stream once they have been idle for timeout (StreamlessTimeout); the SDK
+// expires every other session after SessionTimeout. The SDK offers no hook
+// for this, so the watch sees the requests of /mcp (observe) and closes
+// sessions through the server (live). Its methods are safe for concurrent
+// use; Run sweeps until its context ends.
+type streamWatch struct {
+	timeout time.Duration
+	max     int                      // the sessions it keeps at most (MaxSessions)
+	live    func() map[string]func() // the server's sessions now: id → Close
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*sessionUse // by session id
+}
+
+// sessionUse is what the watch knows of one session.
+type sessionUse struct {
+	streamed bool      // a GET stream was opened: the SDK's timeout applies
+	active   int       // requests being served
+	last     time.Time // when the last request ended, or the session was first seen
+	// end ends the session's lifetime (sessionLifeKey), stopping its
+	// calls; nil for a session the watch did not see created.
+	end context.CancelFunc
+	// bound is the token the session belongs to; nil for a session the
+	// watch did not see created, which no request may use.
+	bound *binding
+}
+
+func newStreamWatch(timeout time.Duration, max int, live func() map[string]func(), log *slog.Logger) *streamWatch {
+	return &streamWatch{timeout: timeout, max: max, live: live, log: log, sessions: map[string]*sessionUse{}}
+}
+
+// sessionHeader names the session a Streamable HTTP request belongs to.
+const sessionHeader = "Mcp-Session-Id"
+
+// observe passes /mcp's requests to next, noting for each session the
+// token it belongs to, whether it opened a GET stream and when it was last
+// busy. A session is first noted, and bound to the credential its
+// initialize carried (credentialKey), as the head of that initialize's
+// answer goes out: the client learns the id from that head, so none of its
+// requests can arrive before the binding. Requests naming a session have
+// passed admit (gateStreamable) before they get here.
+func (sw *streamWatch) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(sessionHeader)
+		switch {
+		case id == "" && r.Method == http.MethodPost:
+			cred, _ := r.Context().Value(credentialKey{}).(binding)
+			life, end := context.WithCancel(context.Background())
+			var evicted []string
+			bw := &bindingWriter{ResponseWriter: w}
+			bw.created = func(created string) { evicted = sw.bind(created, cred, end) }
+			next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, life)))
+			// A handler that wrote nothing has its head written by
+			// net/http after this returns; the binding comes first. The
+			// Once also makes evicted safe to read here, whichever
+			// goroutine wrote the head.
+			bw.writingHead()
+			if w.Header().Get(sessionHeader) == "" {
+				end()
+			}
+			sw.closeEvicted(evicted)
+			return
+		case id != "" && r.Method == http.MethodDelete:
+			// The client ends its session: stop its calls first, or the
+			// SDK's Close (and this DELETE) would wait them out.
+			sw.update(id, func(u *sessionUse) {
+				if u.end != nil {
+					u.end()
+				}
+				u.active++
+			})
+			defer sw.update(id, func(u *sessionUse) { u.active--; u.last = time.Now() })
+		case id != "" && r.Method == http.MethodGet:
+			// Streamed only once the SDK opens the stream: a GET it refuses
+			// (a bad Accept, an unknown id) must not exempt the session
+			// from the sweep of sessions that never streamed.
+			w = &headWriter{ResponseWriter: w, head: func(code int) {
+				if code == http.StatusOK {
+					sw.update(id, func(u *sessionUse) { u.streamed = true })
+				}
+			}}
+		case id != "":
+			sw.update(id, func(u *sessionUse) { u.active++ })
+			defer sw.update(id, func(u *sessionUse) { u.active--; u.last = time.Now() })
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bind notes session id, just created, as belonging to b, with end ending
+// its lifetime. Past the watch's bound it forgets the least recently used
+// other sessions, of the newcomer's role first, preferring those without a
+// stream and idle, and returns
+// their ids for closeEvicted (closing a session waits for it, so not under
+// the lock, nor while the SDK writes the new session's answer).
+func (sw *streamWatch) bind(id string, b binding, end context.CancelFunc) (evicted []string) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	u := sw.sessions[id]
+	if u == nil {
+		u = &sessionUse{}
+		sw.sessions[id] = u
+	}
+	u.last, u.end, u.bound = time.Now(), end, &b
+	for len(sw.sessions) > sw.max {
+		// A session of the newcomer's own role goes first: a flood of
+		// sessions on one token (the assistant's) must not close the
+		// session of a client a person answers.
+		victim, vu := "", (*sessionUse)(nil)
+		for _, sameRole := range []bool{true, false} {
+			for other, ou := range sw.sessions {
+				if other == id || sameRole && (ou.bound == nil || ou.bound.role != b.role) {
+					continue
+				}
+				if vu == nil || evictsBefore(ou, vu) {
+					victim, vu = other, ou
+				}
+			}
+			if vu != nil {
+				break
+			}
+		}
+		if vu == nil {
+			break
+		}
+		if vu.end != nil {
+			vu.end()
+		}
+		delete(sw.sessions, victim)
+		evicted = append(evicted, victim)
+	}
+	return evicted
+}
+
+// evictsBefore orders sessions for eviction: idle before busy, without a
+// stream before with one (a client with a stream is one that stays), then
+// the longest unused first.
+func evictsBefore(a, b *sessionUse) bool {
+	rank := func(u *sessionUse) int {
+		switch {
+		case u.active > 0:
+			return 2
+		case u.streamed:
+			return 1
+		}
+		return 0
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra < rb
+	}
+	return a.last.Before(b.last)
+}
+
+// closeEvicted closes the sessions bind forgot, so the server holds no
+// more of them than the watch remembers.
+func (sw *streamWatch) closeEvicted(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	live := sw.live()
+	for _, id := range ids {
+		if closeSession := live[id]; closeSession != nil {
+			closeSession()
+		}
+	}
+	sw.log.Info("too many sessions; closed the least recently used", "count", len(ids), "max", sw.max)
+}
+
+// admit decides whether a request that authenticated as cred may use
+// session id: 0 when it may (the session then keeps the binding admit
+// gives), else the status and message to refuse it with. A session the
+// watch never saw bound is not found, as the SDK would say of an unknown
+// id.
+func (sw *streamWatch) admit(id string, cred binding, valid func([sha256.Size]byte) bool) (int, string) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	u := sw.sessions[id]
+	if u == nil || u.bound == nil {
+		return http.StatusNotFound, "session not found"
+	}
+	keep, refusal := admit(*u.bound, cred, valid)
+	if refusal != "" {
+		return http.StatusForbidden, refusal
+	}
+	u.bound = &keep
+	return 0, ""
+}
+
+// update applies change to session id's record, making one if needed.
+func (sw *streamWatch) update(id string, change func(*sessionUse)) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	u := sw.sessions[id]
+	if u == nil {
+		u = &sessionUse{last: time.Now()}
+		sw.sessions[id] = u
+	}
+	change(u)
+}
+
+// Run sweeps every tenth of the timeout until ctx ends, so a stream-less
+// session ends between timeout and 1.1 × timeout after its last request
+// (5 min to 5 min 30 s with the defaults).
+func (sw *streamWatch) Run(ctx context.Context) {
+	tick := time.NewTicker(sw.timeout / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			sw.sweep(time.Now())
+		}
+	}
+}
+
+// sweep closes the sessions that never opened a stream and have been idle
+// for the timeout at now, and forgets the records of sessions that are
+// gone. A session the watch has not seen yet (one made before it ran) is
+// idle from now on.
+func (sw *streamWatch) sweep(now time.Time) {
+	live := sw.live()
+	var expired []func()
+	sw.mu.Lock()
+	for id, u := range sw.sessions {
+		if _, ok := live[id]; !ok {
+			if u.end != nil {
+				u.end()
+			}
+			delete(sw.sessions, id)
+		}
+	}
+	for id, closeSession := range live {
+		u := sw.sessions[id]
+		switch {
+		case u == nil:
+			sw.sessions[id] = &sessionUse{last: now}
+		case !u.streamed && u.active == 0 && now.Sub(u.last) >= sw.timeout:
+			if u.end != nil {
+				u.end()
+			}
+			delete(sw.sessions, id)
+			expired = append(expired, closeSession)
+		}
+	}
+	sw.mu.Unlock()
+	for _, closeSession := range expired {
+		closeSession() // outside the lock: Close waits for the session's end
+	}
+	if len(expired) > 0 {
+		sw.log.Debug("closed sessions that never opened a stream", "count", len(expired), "idle", sw.timeout)
+	}
+}
