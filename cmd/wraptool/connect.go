@@ -11,7 +11,7 @@ import (
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/wraptool/wraptool/actors"
-	"github.com/wraptool/wraptool/cmd/wraptool/bridge"
+	"github.com/wraptool/wraptool/cmd/wraptool/connect"
 	"github.com/wraptool/wraptool/policy/config"
 )
 
@@ -82,7 +82,7 @@ func (a *app) connect(ctx context.Context, tokenFile string) error {
 		token = func() (string, error) { return readPrivateToken(file) }
 	}
 
-	owner := bridge.Owner{UID: os.Getuid()}
+	owner := connect.Owner{UID: os.Getuid()}
 	dial := func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, ep.network, ep.dial)
@@ -99,13 +99,13 @@ func (a *app) connect(ctx context.Context, tokenFile string) error {
 	// SIGINT and SIGTERM end the bridge as the end of stdin does.
 	ctx, stop := a.signalContext(ctx)
 	defer stop()
-	err = bridge.Run(ctx, bridge.Options{
+	err = connect.Run(ctx, connect.Options{
 		Address: ep.address, URL: ep.url, Dial: dial, Token: token,
 		Stdin: a.stdin, Stdout: a.stdout, Log: log,
 		MaxMessageBytes: actors.MaxBodyBytes,
 	})
 	switch {
-	case errors.Is(err, bridge.ErrNoServer):
+	case errors.Is(err, connect.ErrNoServer):
 		return fmt.Errorf("connect: %w; is `wraptool serve` running on this config (%s)?", err, path)
 	case err != nil:
 		return fmt.Errorf("connect: %w", err)

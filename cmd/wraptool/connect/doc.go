@@ -1,4 +1,4 @@
-// Package bridge carries newline-delimited JSON-RPC between a stdio MCP
+// Package connect relays newline-delimited JSON-RPC between a stdio MCP
 // client and wraptool's Streamable HTTP endpoint: the engine of
 // `wraptool connect`.
 //
@@ -46,4 +46,4 @@
 // Every connection the bridge opens goes through Options.Dial, which for
 // connect checks that the listening end belongs to the same user (see
 // Owner) before any byte, the token above all, is sent.
-package bridge
+package connect

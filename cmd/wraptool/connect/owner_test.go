@@ -1,4 +1,4 @@
-package bridge
+package connect
 
 import (
 	"encoding/binary"
