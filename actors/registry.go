@@ -56,7 +56,7 @@ type RegistryOptions struct {
 	Calls context.Context
 	// ToolsetChanged is rung by the policy holder after each swap.
 	ToolsetChanged messages.Doorbell
-	// Offers brings the bridges' tool offers and withdrawals; nil means
+	// Offers brings the upstream clients' tool offers and withdrawals; nil means
 	// no upstream servers.
 	Offers <-chan messages.UpstreamTools
 	// Log receives the registry's and the calls' lines; nil discards them.
@@ -75,7 +75,7 @@ func NewRegistry(o RegistryOptions) *Registry {
 }
 
 // UpstreamStates is each upstream server's state ("running" while it
-// offers tools, "down" once its bridge withdrew them), asked of the
+// offers tools, "down" once its upstream client withdrew them), asked of the
 // registry while ctx lasts; nil when it has stopped or ctx ended.
 func (r *Registry) UpstreamStates(ctx context.Context) map[string]string {
 	reply := make(chan map[string]string, 1)
@@ -113,7 +113,7 @@ func (r *Registry) Run(ctx context.Context) error {
 			}
 			q.Reply <- out // buffered (size 1): never blocks
 		case m := <-r.offers:
-			// An offer older than the one held comes from a bridge the
+			// An offer older than the one held comes from an upstream client the
 			// supervisor has replaced: it must not bring back its tools.
 			if cur, ok := r.upstream[m.Server]; !ok || m.Generation >= cur.Generation {
 				r.upstream[m.Server] = m
@@ -181,7 +181,7 @@ func (r *Registry) apply() {
 				notice(server, t.Upstream, "its definition does not encode: "+err.Error())
 				continue
 			}
-			// The binding is part of the key: a new bridge's tools need
+			// The binding is part of the key: a new upstream client's tools need
 			// new handlers even when their definitions are the same.
 			key := changeKey(strconv.AppendUint(append(data, '#'), offer.Generation, 10))
 			next[t.Def.Name] = toolChange{t.Def, func() mcp.ToolHandler {

@@ -55,7 +55,7 @@ type registryHarness struct {
 	client  *mcp.ClientSession
 	notes   chan struct{}
 	sink    *logSink
-	// offers reaches the registry as the bridges' offers do.
+	// offers reaches the registry as the upstream clients' offers do.
 	offers chan messages.UpstreamTools
 	// progress receives the progress notes the client gets.
 	progress chan *mcp.ProgressNotificationParams
@@ -422,19 +422,19 @@ func upTool(name string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Description: "upstream " + name, InputSchema: map[string]any{"type": "object"}}
 }
 
-// fakeBridge stands for one bridge: its Calls and Gone, and a goroutine
+// fakeUpstreamClient stands for one upstream client: its Calls and Gone, and a goroutine
 // that answers each call with "gen N tool arguments", except a call to
 // "hang", which it holds until its Done closes. A call to "progress" first
 // sends two progress notes, when the caller asked for them.
-type fakeBridge struct {
+type fakeUpstreamClient struct {
 	gen   uint64
 	calls chan messages.UpstreamCall
 	gone  chan struct{}
 }
 
-func newFakeBridge(t *testing.T, gen uint64) *fakeBridge {
+func newFakeUpstreamClient(t *testing.T, gen uint64) *fakeUpstreamClient {
 	t.Helper()
-	b := &fakeBridge{gen: gen, calls: make(chan messages.UpstreamCall), gone: make(chan struct{})}
+	b := &fakeUpstreamClient{gen: gen, calls: make(chan messages.UpstreamCall), gone: make(chan struct{})}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -472,16 +472,16 @@ func newFakeBridge(t *testing.T, gen uint64) *fakeBridge {
 	return b
 }
 
-// offer is the bridge's offer of tools from server.
-func (b *fakeBridge) offer(server string, tools ...*mcp.Tool) messages.UpstreamTools {
+// offer is the upstream client's offer of tools from server.
+func (b *fakeUpstreamClient) offer(server string, tools ...*mcp.Tool) messages.UpstreamTools {
 	if tools == nil {
 		tools = []*mcp.Tool{}
 	}
 	return messages.UpstreamTools{Server: server, Generation: b.gen, Tools: tools, Calls: b.calls, Gone: b.gone}
 }
 
-// withdraw is the bridge's withdrawal of server's tools.
-func (b *fakeBridge) withdraw(server string) messages.UpstreamTools {
+// withdraw is the upstream client's withdrawal of server's tools.
+func (b *fakeUpstreamClient) withdraw(server string) messages.UpstreamTools {
 	return messages.UpstreamTools{Server: server, Generation: b.gen, Calls: b.calls, Gone: b.gone}
 }
 
@@ -530,7 +530,7 @@ func TestRegistryExposesUpstreamOffers(t *testing.T) {
 	if got := h.applySnapshot(t, upstreamSnapshot(t, servers)); got != 0 {
 		t.Errorf("list_changed for a server that offered nothing yet = %d, want 0", got)
 	}
-	first, second := newFakeBridge(t, 1), newFakeBridge(t, 2)
+	first, second := newFakeUpstreamClient(t, 1), newFakeUpstreamClient(t, 2)
 	offered := []*mcp.Tool{upTool("echo"), upTool("add"), upTool("secret"), upTool("hidden")}
 
 	steps := []struct {
@@ -538,18 +538,18 @@ func TestRegistryExposesUpstreamOffers(t *testing.T) {
 		offer     messages.UpstreamTools
 		wantNotes int
 		wantTools []string
-		// wantGen, when set, is the bridge up_echo's calls must reach.
+		// wantGen, when set, is the upstream client up_echo's calls must reach.
 		wantGen uint64
 	}{
 		{"an offer exposes the allowed, non-denied tools under the prefix", first.offer("up", offered...), 1, []string{"up_add", "up_echo"}, 1},
 		{"the same offer again changes nothing", first.offer("up", offered...), 0, []string{"up_add", "up_echo"}, 1},
-		{"a new bridge's offer of the same tools rebinds them", second.offer("up", offered...), 1, []string{"up_add", "up_echo"}, 2},
+		{"a new upstream client's offer of the same tools rebinds them", second.offer("up", offered...), 1, []string{"up_add", "up_echo"}, 2},
 		{"an older generation's offer is ignored", first.offer("up", upTool("echo")), 0, []string{"up_add", "up_echo"}, 2},
 		{"an older generation's withdrawal is ignored", first.withdraw("up"), 0, []string{"up_add", "up_echo"}, 2},
-		{"a new list from the same bridge is a diff", second.offer("up", upTool("echo"), upTool("hidden")), 1, []string{"up_echo"}, 2},
+		{"a new list from the same upstream client is a diff", second.offer("up", upTool("echo"), upTool("hidden")), 1, []string{"up_echo"}, 2},
 		{"a withdrawal removes the tools", second.withdraw("up"), 1, nil, 0},
 		{"a second withdrawal changes nothing", second.withdraw("up"), 0, nil, 0},
-		{"an offer from a server not in the config is not exposed", newFakeBridge(t, 3).offer("other", upTool("echo")), 0, nil, 0},
+		{"an offer from a server not in the config is not exposed", newFakeUpstreamClient(t, 3).offer("other", upTool("echo")), 0, nil, 0},
 	}
 	for _, s := range steps {
 		if got := h.offer(t, s.offer); got != s.wantNotes {
@@ -581,7 +581,7 @@ func TestRegistryRefiltersUpstreamToolsOnAConfigChange(t *testing.T) {
 	t.Parallel()
 	h := startRegistry(t, newPolicy(t, baseRules()))
 	h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo"})}))
-	b := newFakeBridge(t, 1)
+	b := newFakeUpstreamClient(t, 1)
 	if got := h.offer(t, b.offer("up", upTool("echo"), upTool("add"), upTool("hang"))); got != 1 {
 		t.Errorf("list_changed for the offer = %d, want 1", got)
 	}
@@ -616,13 +616,13 @@ func TestRegistryRefiltersUpstreamToolsOnAConfigChange(t *testing.T) {
 }
 
 // A server gone from the config in service has its tools hidden at once,
-// before its bridge's withdrawal arrives.
+// before its upstream client's withdrawal arrives.
 func TestRegistryHidesARemovedServerBeforeItsWithdrawal(t *testing.T) {
 	t.Parallel()
 	h := startRegistry(t, newPolicy(t, baseRules()))
 	servers := map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo"}), "other": upstreamEntry("other", []string{"echo"})}
 	h.applySnapshot(t, upstreamSnapshot(t, servers))
-	up, other := newFakeBridge(t, 1), newFakeBridge(t, 2)
+	up, other := newFakeUpstreamClient(t, 1), newFakeUpstreamClient(t, 2)
 	h.offer(t, up.offer("up", upTool("echo")))
 	h.offer(t, other.offer("other", upTool("echo")))
 	h.wantTools(t, "both offered", "other_echo", "up_echo")
@@ -646,7 +646,7 @@ func TestRegistryUpstreamNameClash(t *testing.T) {
 	h := startRegistry(t, newPolicy(t, baseRules()))
 	servers := map[string]*config.MCPServer{"up": upstreamEntry("fake", []string{"status", "other"})}
 	h.applySnapshot(t, upstreamSnapshot(t, servers))
-	b := newFakeBridge(t, 1)
+	b := newFakeUpstreamClient(t, 1)
 	if got := h.offer(t, b.offer("up", upTool("status"), upTool("other"))); got != 1 {
 		t.Errorf("list_changed = %d, want 1 (for fake_other)", got)
 	}
@@ -694,7 +694,7 @@ func TestRegistryRefusesADefinitionTheSDKPanicsOn(t *testing.T) {
 	nonPrimitive := upTool("nonprimitive")
 	nonPrimitive.InputSchema = map[string]any{"type": "object", "properties": map[string]any{
 		"p": map[string]any{"type": "object", "x-mcp-header": "X-P"}}}
-	b := newFakeBridge(t, 1)
+	b := newFakeUpstreamClient(t, 1)
 	if got := h.offer(t, b.offer("up", upTool("echo"), header, nonPrimitive)); got != 1 {
 		t.Errorf("list_changed = %d, want 1 (for up_echo)", got)
 	}
@@ -717,7 +717,7 @@ func TestRegistryRefusedReplacementRemovesTheOldDefinition(t *testing.T) {
 	t.Parallel()
 	h := startRegistry(t, newPolicy(t, baseRules()))
 	h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"echo"})}))
-	b := newFakeBridge(t, 1)
+	b := newFakeUpstreamClient(t, 1)
 	h.offer(t, b.offer("up", upTool("echo")))
 	h.wantTools(t, "offered", "up_echo")
 	bad := upTool("echo")
@@ -747,10 +747,10 @@ func TestRegistryUpstreamProgress(t *testing.T) {
 	t.Parallel()
 	h := startRegistry(t, newPolicy(t, baseRules()))
 	h.applySnapshot(t, upstreamSnapshot(t, map[string]*config.MCPServer{"up": upstreamEntry("up", []string{"progress"})}))
-	h.offer(t, newFakeBridge(t, 1).offer("up", upTool("progress")))
+	h.offer(t, newFakeUpstreamClient(t, 1).offer("up", upTool("progress")))
 
 	if text, _ := h.call(t, "up_progress", nil); text != "no progress asked" {
-		t.Errorf("without a progress token the bridge saw %q, want no progress channel", text)
+		t.Errorf("without a progress token the upstream client saw %q, want no progress channel", text)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -761,7 +761,7 @@ func TestRegistryUpstreamProgress(t *testing.T) {
 		t.Fatalf("CallTool: %v", err)
 	}
 	if text, isError := resultText(t, res); isError || !strings.HasPrefix(text, "gen 1 progress") {
-		t.Errorf("result = %q (IsError %v), want the bridge's answer", text, isError)
+		t.Errorf("result = %q (IsError %v), want the upstream client's answer", text, isError)
 	}
 	for i := 1; i <= 2; i++ {
 		n := receive(t, h.progress, "a progress note")

@@ -18,11 +18,11 @@ import (
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
-// Upstreams supervises one bridge per mcp_servers entry. On every swap it
-// compares the entries in service with the bridges running: it stops the
-// bridges whose entry vanished or whose start (command, args, working_dir,
+// Upstreams supervises one upstream client per mcp_servers entry. On every swap it
+// compares the entries in service with the upstream clients running: it stops the
+// upstream clients whose entry vanished or whose start (command, args, working_dir,
 // environment, init_timeout) changed, then starts the new ones, and leaves
-// every other bridge (and its upstream's session) untouched. Changes of
+// every other upstream client (and its upstream's session) untouched. Changes of
 // allow, deny, name_prefix or timeout need no restart: the registry applies
 // them from the snapshot.
 //
@@ -43,17 +43,17 @@ type Upstreams struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
-	// first carries each bridge's "first start over" report. Unbuffered;
-	// bridges send with their context, Run receives.
+	// first carries each upstream client's "first start over" report. Unbuffered;
+	// upstream clients send with their context, Run receives.
 	first   chan string
 	running map[string]*runningBridge
 	gen     uint64
 }
 
 type runningBridge struct {
-	b    *bridge
+	b    *upstreamClient
 	spec upstreamSpec
-	// sandbox is the one in force when the bridge started; another in a
+	// sandbox is the one in force when the upstream client started; another in a
 	// later snapshot restarts the server in it.
 	sandbox *runner.Sandbox
 	cancel  context.CancelFunc
@@ -73,11 +73,11 @@ type UpstreamsOptions struct {
 	Getenv func(string) string
 	// Reaper tracks the upstream processes; nil means none.
 	Reaper *runner.Reaper
-	// Timing sets the bridges' clocks; zero fields are the defaults.
+	// Timing sets the upstream clients' clocks; zero fields are the defaults.
 	Timing UpstreamTiming
 	// Version is wraptool's, sent to each upstream at initialization.
 	Version string
-	// Log receives the bridges' lines, each with its server's name.
+	// Log receives the upstream clients' lines, each with its server's name.
 	Log *slog.Logger
 }
 
@@ -111,7 +111,7 @@ func (u *Upstreams) Run(ctx context.Context) error {
 			u.reconcile(ctx)
 			// A first start still pending whose server was removed will
 			// never report; one whose server was restarted reports from
-			// its new bridge.
+			// its new upstream client.
 			for name := range pending {
 				if _, still := u.running[name]; !still {
 					delete(pending, name)
@@ -131,9 +131,9 @@ func (u *Upstreams) readyWhenEmpty(pending map[string]bool) {
 	}
 }
 
-// reconcile makes the running bridges match the snapshot's mcp_servers:
+// reconcile makes the running upstream clients match the snapshot's mcp_servers:
 // stops first (so a restarted upstream never runs twice, and a withdrawal
-// always precedes the new bridge's offer), then starts. It returns the
+// always precedes the new upstream client's offer), then starts. It returns the
 // names it started.
 func (u *Upstreams) reconcile(ctx context.Context) []string {
 	snap := u.snapshots.Current()
@@ -180,7 +180,7 @@ func (u *Upstreams) reconcile(ctx context.Context) []string {
 
 func (u *Upstreams) start(ctx context.Context, name string, spec upstreamSpec) {
 	u.gen++
-	b := &bridge{name: name, gen: u.gen, spec: spec, getenv: u.getenv, reaper: u.reaper, snapshots: u.snapshots, timing: u.timing,
+	b := &upstreamClient{name: name, gen: u.gen, spec: spec, getenv: u.getenv, reaper: u.reaper, snapshots: u.snapshots, timing: u.timing,
 		version: u.version, log: u.log.With("server", name), publish: u.publish, first: u.first,
 		calls: make(chan messages.UpstreamCall), gone: make(chan struct{}),
 		progress: map[string]chan<- messages.UpstreamProgress{}}
@@ -194,7 +194,7 @@ func (u *Upstreams) start(ctx context.Context, name string, spec upstreamSpec) {
 	}()
 }
 
-// stopAll stops every bridge at once and waits for each.
+// stopAll stops every upstream client at once and waits for each.
 func (u *Upstreams) stopAll() {
 	for _, r := range u.running {
 		r.cancel()
@@ -214,7 +214,7 @@ func sortedNames[V any](m map[string]V) []string {
 	return names
 }
 
-// upstreamHandler forwards calls of one exposed upstream tool to its bridge.
+// upstreamHandler forwards calls of one exposed upstream tool to its upstream client.
 // Each call is bounded by the server's timeout, read from the snapshot in
 // service when the call starts, and ends at the latest when abort does (the
 // hub's shutdown). Progress notes from the upstream reach the client under
@@ -307,7 +307,7 @@ func audited(server string, state func() *toolset.State, stop context.Context, h
 	}
 }
 
-// upstreamOutcome turns a bridge's answer into the client's: the upstream's
+// upstreamOutcome turns an upstream client's answer into the client's: the upstream's
 // result as it sent it, its JSON-RPC error as that same error, and a tool
 // error saying what happened when the upstream failed or was down.
 func upstreamOutcome(server string, r messages.UpstreamResult) (*mcp.CallToolResult, error) {

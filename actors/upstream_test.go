@@ -342,7 +342,7 @@ func TestUpstreamOutcome(t *testing.T) {
 		{name: "no result and no error is an empty result", in: messages.UpstreamResult{}},
 		{name: "a JSON-RPC error passes through as the same protocol error", in: messages.UpstreamResult{Err: wire}, wantWire: wire},
 		{name: "a wrapped JSON-RPC error passes through too", in: messages.UpstreamResult{Err: fmt.Errorf("calling tool: %w", wire)}, wantWire: wire},
-		{name: "a bridge between runs says why the upstream is not available",
+		{name: "an upstream client between runs says why the upstream is not available",
 			in:       messages.UpstreamResult{Err: errUpstreamDown{"it is restarting"}},
 			wantText: `upstream server "up" is not available: it is restarting; try again in a moment`},
 		{name: "the end of the upstream's output says it stopped", in: messages.UpstreamResult{Err: io.EOF},
@@ -399,25 +399,25 @@ func TestUpstreamHandler(t *testing.T) {
 		gone         chan struct{}
 		abort        context.CancelFunc
 		cancelCaller context.CancelFunc
-		// doneSeen is closed by a fake bridge that saw the call's Done.
+		// doneSeen is closed by a fake upstream client that saw the call's Done.
 		doneSeen chan struct{}
 	}
 	tests := []struct {
 		name    string
 		timeout time.Duration
-		// bridge plays the bridge, in its own goroutine.
-		bridge   func(t *testing.T, f *fixture)
+		// upstream client plays the upstream client, in its own goroutine.
+		client   func(t *testing.T, f *fixture)
 		wantText string
 		wantErr  error
 		// wantResult is the very result wanted back.
 		wantResult *mcp.CallToolResult
-		// wantDone says the bridge must have seen the call's Done closed.
+		// wantDone says the upstream client must have seen the call's Done closed.
 		wantDone bool
 	}{
 		{
 			name:    "an answer reaches the client as the upstream sent it",
 			timeout: wait,
-			bridge: func(t *testing.T, f *fixture) {
+			client: func(t *testing.T, f *fixture) {
 				c := <-f.calls
 				if c.Tool != "echo" || string(c.Arguments) != `{"text":"hi"}` || c.Progress != nil {
 					t.Errorf("call = %q %s (progress %v), want echo {\"text\":\"hi\"} with no progress", c.Tool, c.Arguments, c.Progress)
@@ -429,7 +429,7 @@ func TestUpstreamHandler(t *testing.T) {
 		{
 			name:    "an upstream error becomes the outcome's tool error",
 			timeout: wait,
-			bridge: func(t *testing.T, f *fixture) {
+			client: func(t *testing.T, f *fixture) {
 				c := <-f.calls
 				c.Reply <- messages.UpstreamResult{Err: errUpstreamDown{"it is starting"}}
 			},
@@ -438,7 +438,7 @@ func TestUpstreamHandler(t *testing.T) {
 		{
 			name:    "no answer within the timeout cancels the call and says so",
 			timeout: 50 * time.Millisecond,
-			bridge: func(t *testing.T, f *fixture) {
+			client: func(t *testing.T, f *fixture) {
 				c := <-f.calls
 				select {
 				case <-c.Done:
@@ -450,21 +450,21 @@ func TestUpstreamHandler(t *testing.T) {
 			wantDone: true,
 		},
 		{
-			name:     "a bridge that never takes the call times out the same way",
+			name:     "an upstream client that never takes the call times out the same way",
 			timeout:  50 * time.Millisecond,
-			bridge:   func(*testing.T, *fixture) {},
+			client:   func(*testing.T, *fixture) {},
 			wantText: `did not answer echo within its timeout (50ms)`,
 		},
 		{
-			name:     "a bridge that is gone says it was stopped",
+			name:     "an upstream client that is gone says it was stopped",
 			timeout:  wait,
-			bridge:   func(_ *testing.T, f *fixture) { close(f.gone) },
+			client:   func(_ *testing.T, f *fixture) { close(f.gone) },
 			wantText: `upstream server "up" was stopped (its config entry was removed or changed); list the tools again`,
 		},
 		{
 			name:    "a shutdown ends the call and says so",
 			timeout: wait,
-			bridge: func(t *testing.T, f *fixture) {
+			client: func(t *testing.T, f *fixture) {
 				c := <-f.calls
 				f.abort()
 				select {
@@ -479,7 +479,7 @@ func TestUpstreamHandler(t *testing.T) {
 		{
 			name:    "a client that gives up gets its own context's error",
 			timeout: wait,
-			bridge: func(t *testing.T, f *fixture) {
+			client: func(t *testing.T, f *fixture) {
 				c := <-f.calls
 				f.cancelCaller()
 				select {
@@ -506,16 +506,16 @@ func TestUpstreamHandler(t *testing.T) {
 			bridged := make(chan struct{})
 			go func() {
 				defer close(bridged)
-				tt.bridge(t, f)
+				tt.client(t, f)
 			}()
 			req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "up_echo", Arguments: json.RawMessage(`{"text":"hi"}`)}}
 			res, err := h(caller, req)
-			receive(t, bridged, "the fake bridge's end")
+			receive(t, bridged, "the fake upstream client's end")
 			if tt.wantDone {
 				select {
 				case <-f.doneSeen:
 				default:
-					t.Errorf("the bridge did not see the call's Done closed")
+					t.Errorf("the upstream client did not see the call's Done closed")
 				}
 			}
 			switch {
@@ -528,7 +528,7 @@ func TestUpstreamHandler(t *testing.T) {
 				t.Fatalf("handler error = %v, want a result", err)
 			case tt.wantResult != nil:
 				if res != tt.wantResult {
-					t.Errorf("result = %v, want the bridge's %v", res, tt.wantResult)
+					t.Errorf("result = %v, want the upstream client's %v", res, tt.wantResult)
 				}
 				return
 			}

@@ -1,20 +1,14 @@
 package actors
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,7 +19,7 @@ import (
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
-// UpstreamTiming are a bridge's clocks (README: Upstream MCP servers). A
+// UpstreamTiming are an upstream client's clocks (README: Upstream MCP servers). A
 // zero field means its default, the contract's figure.
 type UpstreamTiming struct {
 	// PingEvery is how often a running upstream is pinged. Default 30s.
@@ -91,7 +85,7 @@ const (
 	progressBuffer = 16
 )
 
-// upstreamSpec is what a bridge starts: a change of any field restarts the
+// upstreamSpec is what an upstream client starts: a change of any field restarts the
 // upstream, while a change of the entry's other fields (allow, deny,
 // name_prefix, timeout) applies without one, in the registry.
 type upstreamSpec struct {
@@ -113,17 +107,17 @@ func (s upstreamSpec) equal(o upstreamSpec) bool {
 		maps.Equal(s.fileEnv, o.fileEnv) && maps.Equal(s.env, o.env) && s.initTimeout == o.initTimeout
 }
 
-// bridge keeps one upstream MCP server running and carries calls to it. It
+// upstreamClient keeps one upstream MCP server running and carries calls to it. It
 // is started, and stopped by cancelling its context, by the upstream
 // supervisor, which waits for run to return. Between failures it restarts
 // the upstream with capped exponential backoff; every start is a new
-// process and a new MCP session, while the bridge (its Calls channel and
+// process and a new MCP session, while the upstream client (its Calls channel and
 // Gone) stays, so handlers registered for it stay valid across restarts.
 //
 // Calls are multiplexed on the upstream's one stdio session: each runs in
 // its own goroutine, and the SDK matches every reply to its request by
 // JSON-RPC id.
-type bridge struct {
+type upstreamClient struct {
 	name   string
 	gen    uint64
 	spec   upstreamSpec
@@ -151,14 +145,14 @@ type bridge struct {
 	tokens     atomic.Uint64
 }
 
-// errUpstreamDown answers a call that reaches a bridge between two runs of
+// errUpstreamDown answers a call that reaches an upstream client between two runs of
 // its upstream.
 type errUpstreamDown struct{ why string }
 
 func (e errUpstreamDown) Error() string { return e.why }
 
 // run keeps the upstream running until ctx is done.
-func (b *bridge) run(ctx context.Context) {
+func (b *upstreamClient) run(ctx context.Context) {
 	defer close(b.gone)
 	failures := 0
 	down := "it is starting"
@@ -213,7 +207,7 @@ func (b *bridge) run(ctx context.Context) {
 
 // refuseFor answers every call that arrives in the next d with an
 // errUpstreamDown saying why; false when ctx ended first.
-func (b *bridge) refuseFor(ctx context.Context, d time.Duration, why string) bool {
+func (b *upstreamClient) refuseFor(ctx context.Context, d time.Duration, why string) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
@@ -230,7 +224,7 @@ func (b *bridge) refuseFor(ctx context.Context, d time.Duration, why string) boo
 
 // startRefusing starts the upstream, answering calls meanwhile (a handler
 // registered before a failure may still send one) with errUpstreamDown.
-func (b *bridge) startRefusing(ctx context.Context, why string) (*upstreamProc, []*mcp.Tool, error) {
+func (b *upstreamClient) startRefusing(ctx context.Context, why string) (*upstreamProc, []*mcp.Tool, error) {
 	var s struct {
 		up    *upstreamProc
 		tools []*mcp.Tool
@@ -247,7 +241,7 @@ func (b *bridge) startRefusing(ctx context.Context, why string) (*upstreamProc, 
 
 // refuseUntil answers every call with an errUpstreamDown saying why, until
 // done is closed.
-func (b *bridge) refuseUntil(done <-chan struct{}, why string) {
+func (b *upstreamClient) refuseUntil(done <-chan struct{}, why string) {
 	for {
 		select {
 		case <-done:
@@ -259,7 +253,7 @@ func (b *bridge) refuseUntil(done <-chan struct{}, why string) {
 }
 
 // reportFirst tells the supervisor, once, that the first start is over.
-func (b *bridge) reportFirst(ctx context.Context) {
+func (b *upstreamClient) reportFirst(ctx context.Context) {
 	if b.first == nil {
 		return
 	}
@@ -272,7 +266,7 @@ func (b *bridge) reportFirst(ctx context.Context) {
 
 // offer sends the upstream's tools (nil withdraws them) to the registry,
 // and with wait, waits until they are applied; false when ctx ended first.
-func (b *bridge) offer(ctx context.Context, tools []*mcp.Tool, wait bool) bool {
+func (b *upstreamClient) offer(ctx context.Context, tools []*mcp.Tool, wait bool) bool {
 	m := messages.UpstreamTools{Server: b.name, Generation: b.gen, Tools: tools, Calls: b.calls, Gone: b.gone}
 	var applied chan struct{}
 	if wait {
@@ -296,7 +290,7 @@ func (b *bridge) offer(ctx context.Context, tools []*mcp.Tool, wait bool) bool {
 
 // start spawns the upstream, initializes an MCP session with it and lists
 // its tools, all within init_timeout.
-func (b *bridge) start(ctx context.Context) (*upstreamProc, []*mcp.Tool, error) {
+func (b *upstreamClient) start(ctx context.Context) (*upstreamProc, []*mcp.Tool, error) {
 	env := runner.Environ("", b.getenv, b.spec.fileEnv, b.spec.env)
 	path, err := runner.LookPath(b.spec.command, env)
 	if err != nil {
@@ -358,7 +352,7 @@ func (b *bridge) start(ctx context.Context) (*upstreamProc, []*mcp.Tool, error) 
 
 // startError says why a start failed, in the words an operator needs: the
 // budget it overran, or how the process ended.
-func (b *bridge) startError(step string, ctx context.Context, up *upstreamProc, err error) error {
+func (b *upstreamClient) startError(step string, ctx context.Context, up *upstreamProc, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("did not %s within init_timeout (%s)", step, b.spec.initTimeout)
@@ -369,7 +363,7 @@ func (b *bridge) startError(step string, ctx context.Context, up *upstreamProc, 
 }
 
 // list reads every tool the upstream offers, at most MaxUpstreamTools.
-func (b *bridge) list(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
+func (b *upstreamClient) list(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, error) {
 	tools := []*mcp.Tool{}
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
@@ -387,7 +381,7 @@ func (b *bridge) list(ctx context.Context, s *mcp.ClientSession) ([]*mcp.Tool, e
 // serve carries calls to a running upstream until it fails (exits, closes
 // its output, or misses a ping) or ctx is done. It follows the upstream's
 // list_changed by listing again and offering the new list.
-func (b *bridge) serve(ctx context.Context, up *upstreamProc) error {
+func (b *upstreamClient) serve(ctx context.Context, up *upstreamProc) error {
 	ping := time.NewTicker(b.timing.PingEvery)
 	defer ping.Stop()
 	pinged := make(chan error, 1)
@@ -463,8 +457,8 @@ func (b *bridge) serve(ctx context.Context, up *upstreamProc) error {
 
 // forward makes one call on the upstream's session and replies with its
 // outcome. The upstream call is cancelled (the SDK sends
-// notifications/cancelled) when the caller gives up or the bridge stops.
-func (b *bridge) forward(ctx context.Context, s *mcp.ClientSession, c messages.UpstreamCall) {
+// notifications/cancelled) when the caller gives up or the upstream client stops.
+func (b *upstreamClient) forward(ctx context.Context, s *mcp.ClientSession, c messages.UpstreamCall) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -497,7 +491,7 @@ func (b *bridge) forward(ctx context.Context, s *mcp.ClientSession, c messages.U
 // onProgress passes an upstream progress note to the call it belongs to,
 // without blocking the SDK's read goroutine: a note the call has no room
 // for is dropped (progress is advisory).
-func (b *bridge) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+func (b *upstreamClient) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	token, _ := req.Params.ProgressToken.(string)
 	b.progressMu.Lock()
 	ch := b.progress[token]
@@ -508,181 +502,5 @@ func (b *bridge) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	select {
 	case ch <- messages.UpstreamProgress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message}:
 	default:
-	}
-}
-
-// upstreamProc is one run of an upstream: its process, in its own process
-// group, the pipes wraptool holds, and once initialized its MCP session.
-type upstreamProc struct {
-	pid    int
-	stdin  *os.File // wraptool's write end of the child's stdin
-	stdout *os.File // wraptool's read end of the child's stdout
-	// exited is closed once the process is reaped; status is set before.
-	exited chan struct{}
-	status error
-	// closed is closed when the session's connection ends.
-	closed chan struct{}
-	// listChanged is rung by the SDK when the upstream's tools change.
-	listChanged messages.Doorbell
-	session     *mcp.ClientSession
-}
-
-// spawn starts the upstream in its own process group, with the pipes made
-// here rather than by os/exec (whose Wait would close them under the SDK's
-// reader), tracked by the reaper so a sweep never takes it for a stray.
-// Its stderr goes to the log, line by line.
-func spawn(path string, args []string, dir string, env []string, reaper *runner.Reaper, sandbox *runner.Sandbox, log *slog.Logger) (*upstreamProc, error) {
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File, err error) {
-		if r, w, err = os.Pipe(); err == nil {
-			files = append(files, r, w)
-		}
-		return r, w, err
-	}
-	inR, inW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Env, cmd.Dir = env, dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	done, err := reaper.Start(cmd, sandbox)
-	// The child holds its ends now (or never will).
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, err
-	}
-	up := &upstreamProc{pid: cmd.Process.Pid, stdin: inW, stdout: outR, exited: make(chan struct{}),
-		closed: make(chan struct{}), listChanged: make(messages.Doorbell, 1)}
-	go func() {
-		up.status = cmd.Wait()
-		// Whatever the upstream left in its group ends with it; the group
-		// id cannot have been reused while a member lived.
-		syscall.Kill(-up.pid, syscall.SIGKILL)
-		done()
-		close(up.exited)
-	}()
-	go logStderr(errR, log)
-	return up, nil
-}
-
-// attach records the initialized session and watches its end.
-func (u *upstreamProc) attach(s *mcp.ClientSession) {
-	u.session = s
-	go func() {
-		s.Wait()
-		close(u.closed)
-	}()
-}
-
-// exitedEarly reports whether the process has already exited, giving it a
-// moment to be reaped: a start that failed on a closed pipe usually means
-// the process just died, and its status says why better than the pipe.
-func (u *upstreamProc) exitedEarly() bool {
-	select {
-	case <-u.exited:
-		return true
-	case <-time.After(100 * time.Millisecond):
-		return false
-	}
-}
-
-// exitStatus describes how the process ended; call it once exited is closed.
-func (u *upstreamProc) exitStatus() string {
-	var ee *exec.ExitError
-	switch {
-	case u.status == nil:
-		return "exit status 0"
-	case errors.As(u.status, &ee):
-		return ee.ProcessState.String()
-	}
-	return u.status.Error()
-}
-
-// stop ends the upstream: the end of its input and SIGTERM to its group,
-// then SIGKILL to the group if it has not exited within grace. It returns
-// once the process is reaped and the session closed.
-func (u *upstreamProc) stop(grace time.Duration) {
-	u.stdin.Close()
-	select {
-	case <-u.exited:
-	default:
-		syscall.Kill(-u.pid, syscall.SIGTERM)
-		// A stopped (SIGSTOP) upstream acts on SIGTERM only once continued.
-		syscall.Kill(-u.pid, syscall.SIGCONT)
-		select {
-		case <-u.exited:
-		case <-time.After(grace):
-			syscall.Kill(-u.pid, syscall.SIGKILL)
-			<-u.exited
-		}
-	}
-	if u.session != nil {
-		u.session.Close()
-	}
-	u.stdout.Close()
-}
-
-// logStderr logs each line the upstream writes to stderr, with its server's
-// name (log carries it), each cut to maxStderrLine bytes and at most
-// stderrLinesPerSecond a second; lines beyond are counted, and the count
-// logged.
-func logStderr(r io.ReadCloser, log *slog.Logger) {
-	defer r.Close()
-	// One byte more than a line may have: a line of exactly maxStderrLine
-	// bytes then fits with its newline, and only longer ones are cut.
-	br := bufio.NewReaderSize(r, maxStderrLine+1)
-	window, count, dropped := time.Now(), 0, 0
-	flush := func() {
-		if dropped > 0 {
-			log.Warn("upstream stderr lines dropped (more than the log takes per second)", "dropped", dropped)
-			dropped = 0
-		}
-	}
-	defer flush()
-	skipping := false // inside the rest of a line already cut
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 && !skipping {
-			if now := time.Now(); now.Sub(window) >= time.Second {
-				flush()
-				window, count = now, 0
-			}
-			if count++; count > stderrLinesPerSecond {
-				dropped++
-			} else {
-				text := strings.TrimRight(string(line), "\r\n")
-				if errors.Is(err, bufio.ErrBufferFull) {
-					log.Info("upstream stderr", "line", text[:maxStderrLine], "truncated", true)
-				} else {
-					log.Info("upstream stderr", "line", text)
-				}
-			}
-		}
-		skipping = errors.Is(err, bufio.ErrBufferFull)
-		if err != nil && !skipping {
-			return
-		}
 	}
 }

@@ -100,7 +100,7 @@ func startUpstreams(t *testing.T, servers map[string]*config.MCPServer, timing U
 // next waits for the next offer the fake registry took.
 func (h *upstreamsHarness) next(t *testing.T) messages.UpstreamTools {
 	t.Helper()
-	return receive(t, h.seen, "an offer from a bridge")
+	return receive(t, h.seen, "an offer from an upstream client")
 }
 
 // none checks that no offer has been taken (beyond those read already).
@@ -158,7 +158,7 @@ func wantWithdrawal(t *testing.T, m messages.UpstreamTools, server string, gen u
 	}
 }
 
-// send sends a call to the bridge behind offer and returns its reply
+// send sends a call to the upstream client behind offer and returns its reply
 // channel. done, when not nil, is the call's Done.
 func send(t *testing.T, offer messages.UpstreamTools, tool, args string, done <-chan struct{}, progress chan<- messages.UpstreamProgress) <-chan messages.UpstreamResult {
 	t.Helper()
@@ -170,14 +170,14 @@ func send(t *testing.T, offer messages.UpstreamTools, tool, args string, done <-
 	select {
 	case offer.Calls <- c:
 	case <-offer.Gone:
-		t.Fatalf("the bridge of %s is gone; calling %s", describeOffer(offer), tool)
+		t.Fatalf("the upstream client of %s is gone; calling %s", describeOffer(offer), tool)
 	case <-time.After(wait):
-		t.Fatalf("the bridge of %s did not take a call to %s within %v", describeOffer(offer), tool, wait)
+		t.Fatalf("the upstream client of %s did not take a call to %s within %v", describeOffer(offer), tool, wait)
 	}
 	return reply
 }
 
-// call calls tool through offer's bridge and waits for the answer.
+// call calls tool through offer's upstream client and waits for the answer.
 func call(t *testing.T, offer messages.UpstreamTools, tool, args string) messages.UpstreamResult {
 	t.Helper()
 	return receive(t, send(t, offer, tool, args, nil, nil), "the answer to "+tool)
@@ -191,7 +191,7 @@ type upstreamEnv struct {
 	Pgid int      `json:"pgid"`
 }
 
-// envOf calls the env tool through offer's bridge.
+// envOf calls the env tool through offer's upstream client.
 func envOf(t *testing.T, offer messages.UpstreamTools) upstreamEnv {
 	t.Helper()
 	r := call(t, offer, "env", "{}")
@@ -260,7 +260,7 @@ func TestUpstreamsReadyWaitsForTheFirstOfferToBeApplied(t *testing.T) {
 	if m.Applied == nil {
 		t.Fatalf("the first offer has no Applied channel; the supervisor cannot wait for it")
 	}
-	// The bridge waits for Applied before it reports its first start, so
+	// The upstream client waits for Applied before it reports its first start, so
 	// Ready cannot be closed yet, whatever the missing server did.
 	h.sink.waitFor(t, "upstream server failed", "server=missing", "cannot start")
 	select {
@@ -475,23 +475,23 @@ func TestUpstreamsRestartAFailedUpstream(t *testing.T) {
 			again := h.next(t)
 			wantOffer(t, again, "up")
 			if again.Generation != first.Generation {
-				t.Errorf("restarted offer's generation = %d, want the bridge's own %d", again.Generation, first.Generation)
+				t.Errorf("restarted offer's generation = %d, want the upstream client's own %d", again.Generation, first.Generation)
 			}
 			if again.Calls != first.Calls || again.Gone != first.Gone {
-				t.Errorf("the restarted offer has another Calls or Gone: the handlers registered for the bridge would be stale")
+				t.Errorf("the restarted offer has another Calls or Gone: the handlers registered for the upstream client would be stale")
 			}
 			if after := envOf(t, again).Pid; after == before {
 				t.Errorf("pid after the restart = %d, the same as before", after)
 			}
 			h.sink.waitFor(t, tt.wantLog...)
 			if got := h.sink.lines("stopping upstream server"); got != nil {
-				t.Errorf("log = %q, want no stop by the supervisor: a bridge restarts its own upstream", got)
+				t.Errorf("log = %q, want no stop by the supervisor: an upstream client restarts its own upstream", got)
 			}
 		})
 	}
 }
 
-// restartDelays are the restart_in values the bridges logged, in order.
+// restartDelays are the restart_in values the upstream clients logged, in order.
 func restartDelays(sink *logSink) []string {
 	re := regexp.MustCompile(`restart_in=(\S+)`)
 	var out []string
@@ -535,7 +535,7 @@ func TestUpstreamsBackoffDoublesAndResetsAfterHealth(t *testing.T) {
 	}
 }
 
-// A call reaching a bridge between two runs of its upstream is refused at
+// A call reaching an upstream client between two runs of its upstream is refused at
 // once, saying why, rather than waiting for the restart.
 func TestUpstreamsRefuseCallsWhileRestarting(t *testing.T) {
 	t.Parallel()
@@ -594,7 +594,7 @@ func TestUpstreamsCancelACallTheCallerGaveUp(t *testing.T) {
 }
 
 // An upstream's own tools/list_changed brings a new offer from the same
-// bridge.
+// upstream client.
 func TestUpstreamsFollowTheUpstreamsListChanged(t *testing.T) {
 	t.Parallel()
 	h := startUpstreams(t, map[string]*config.MCPServer{"up": fakeServer(t)}, fastTiming, true)
@@ -617,7 +617,7 @@ func TestUpstreamsFollowTheUpstreamsListChanged(t *testing.T) {
 }
 
 // On each swap the supervisor leaves unchanged entries alone, stops then
-// restarts a changed one (its withdrawal before the new bridge's offer),
+// restarts a changed one (its withdrawal before the new upstream client's offer),
 // stops and withdraws a removed one, and starts a new one.
 func TestUpstreamsReconcile(t *testing.T) {
 	t.Parallel()
@@ -659,7 +659,7 @@ func TestUpstreamsReconcile(t *testing.T) {
 		t.Errorf("a's pid = %d, want %d: an unchanged entry is not restarted", got, pidA)
 	}
 
-	// a's env changes: its bridge stops, is withdrawn, and a new one
+	// a's env changes: its upstream client stops, is withdrawn, and a new one
 	// offers with a higher generation.
 	changedA := entry("a", func(s *config.MCPServer) { s.Env = map[string]string{"WRAPTOOL_TEST_RESTART": "1"} })
 	h.reconcile(t, map[string]*config.MCPServer{"a": changedA, "b": entry("b", nil)})
@@ -667,13 +667,13 @@ func TestUpstreamsReconcile(t *testing.T) {
 	select {
 	case <-offers["a"].Gone:
 	default:
-		t.Errorf("the old bridge's Gone is open after its withdrawal")
+		t.Errorf("the old upstream client's Gone is open after its withdrawal")
 	}
 	waitGone(t, "a's old upstream", pidA)
 	newA := h.next(t)
 	wantOffer(t, newA, "a")
 	if newA.Generation <= offers["a"].Generation || newA.Generation <= offers["b"].Generation {
-		t.Errorf("new bridge's generation = %d, want above every earlier one (%d, %d)", newA.Generation, offers["a"].Generation, offers["b"].Generation)
+		t.Errorf("new upstream client's generation = %d, want above every earlier one (%d, %d)", newA.Generation, offers["a"].Generation, offers["b"].Generation)
 	}
 	if e := envOf(t, newA); e.Pid == pidA || !slices.Contains(e.Env, "WRAPTOOL_TEST_RESTART=1") {
 		t.Errorf("new a runs as pid %d (old %d) with env %q, want a new process with the new env", e.Pid, pidA, e.Env)
