@@ -23,8 +23,8 @@ const benchToken = "bench-token"
 
 // BenchmarkCallPath measures one tools/call over Streamable HTTP, end to
 // end and in one process: the go-sdk client, net/http over loopback, the
-// request guard, the SDK's JSON-RPC and schema handling, and the handler
-// (issue 18). Client and server share the process, so ns/op and allocs/op
+// request guard, the SDK's JSON-RPC and schema handling, and the handler.
+// Client and server share the process, so ns/op and allocs/op
 // include the client; a CPU profile separates the two.
 //
 //   - denied: wraptool's handler refuses the call (a flag the rule does not

@@ -16,7 +16,7 @@ import (
 	"github.com/wraptool/wraptool/webui/metrics"
 )
 
-// HTML and script in every string the admin UI shows (issue 18): what a
+// HTML and script in every string the admin UI shows: what a
 // request log holds (written by wraptool for an assistant, or appended by
 // any other process), what the operator typed (a deny reason), what a
 // wrapped tool's help says, and what the config holds (comments, patterns)
