@@ -18,8 +18,8 @@ import (
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// Argument injection through every parameter path of a wrapped tool's call
-// (issue 18): flag values, short-flag values, positional arguments, flag
+// Argument injection through every parameter path of a wrapped tool's call:
+// flag values, short-flag values, positional arguments, flag
 // names (properties the schema does not list) and cwd. No shell is ever
 // involved, so shell syntax reaches the child verbatim as one argv entry;
 // what could turn a value into an option (a leading '-' where the child

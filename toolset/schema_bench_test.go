@@ -11,7 +11,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// largePolicy is issue 18's 500 tools × 10 rules, compiled: each rule has
+// largePolicy is the large config's 500 tools × 10 rules, compiled: each rule has
 // typed, bounded and patterned flags and positional patterns.
 func largePolicy(tb testing.TB) *policy.Policy {
 	tb.Helper()

@@ -37,8 +37,8 @@ func TestDefinitionDescribesPositionalRules(t *testing.T) {
 	}
 }
 
-// Every rule's definition shares one output schema (issue 18: thousands of
-// rules), and sharing it changes nothing a client sees.
+// Every rule's definition shares one output schema (a config may have
+// thousands of rules), and sharing it changes nothing a client sees.
 func TestDefinitionsShareOutputSchema(t *testing.T) {
 	t.Parallel()
 	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git", Allow: []*policy.AllowRule{

@@ -15,7 +15,7 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// Hostile text on the operator's terminal (issue 18): whatever a request
+// Hostile text on the operator's terminal: whatever a request
 // log holds — written by wraptool for an assistant, or by any other process
 // that can append to it — and whatever a config or a typed command line
 // holds, reaches `requests list`, `approve`, `deny`, `watch`, `check` and
@@ -317,8 +317,8 @@ tools:
 
 // `config validate` quotes a config's names and values in its first error
 // Go-quoted: a config from elsewhere cannot repaint the terminal through the
-// error that refuses it. (Paths and regular expressions are not yet quoted:
-// see the issue 18 report.)
+// error that refuses it. (Paths and regular expressions are not yet
+// quoted.)
 func TestHostileConfigValuesAreQuotedInValidateErrors(t *testing.T) {
 	t.Parallel()
 	const head = "mcp:\n  listen: 127.0.0.1:8717\n  request_log: $DIR/requests.jsonl\n"
