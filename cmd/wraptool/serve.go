@@ -44,7 +44,8 @@ func (a *app) upCommand() *ff.Command {
 
 // serve runs the server until a signal or ctx stops it. ready, when set, is
 // called once the listener is bound, before serving (up prints there). It
-// reads as the architecture: load, install signals and wire, print, run.
+// reads as the architecture: load, install signals and wire, listen, print,
+// run.
 func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 	path, err := a.configPath()
 	if err != nil {
@@ -53,44 +54,22 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 	if path, err = filepath.Abs(path); err != nil {
 		return fmt.Errorf("config path: %w", err)
 	}
-	log := a.log
 
-	// Load: the same load a reload does, except that a missing config is
-	// scaffolded and missing token files are created first.
-	created, err := config.Scaffold(path, nil)
-	if err != nil {
-		return err
-	}
-	if created {
-		log.Info("wrote the starter config; edit it to expose your tools", "path", path)
-	}
-	// Introspection runs the tools' help forms, which may take a while
-	// (each bounded by its timeout): a SIGINT or SIGTERM meanwhile ends the
-	// load and stops the server cleanly. The handling stays until wire has
-	// installed the server's own, so no signal finds neither.
-	reaper := runner.NewReaper(log.With("component", "reaper"))
+	// Load. Introspection runs the tools' help forms, which may take a
+	// while (each bounded by its timeout): a SIGINT or SIGTERM meanwhile
+	// ends the load and stops the server cleanly. The handling stays until
+	// wire has installed the server's own, so no signal finds neither.
+	reaper := runner.NewReaper(a.log.With("component", "reaper"))
 	introspector := a.newIntrospector(reaper, false)
 	defer introspector.Close()
 	introspection := a.introspection(introspector)
 	loadCtx, stopLoad := a.signalContext(ctx)
 	defer stopLoad()
-	l, err := a.load(loadCtx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensCreate, Introspect: introspection})
+	l, confinementWarning, err := a.loadAtStart(loadCtx, path, introspection)
 	if loadCtx.Err() != nil && ctx.Err() == nil {
-		log.Info("stopped", "during", "start-up")
+		a.log.Info("stopped", "during", "start-up")
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	a.applyConfigLevel(l.Config)
-	for _, f := range l.Created {
-		log.Info("created token file", "path", f)
-	}
-	for _, w := range l.Warnings {
-		log.Warn("config warning", "where", w.String())
-	}
-	warnAtStart(log, l)
-	confinementWarning, err := checkConfinement(log, l.Config, a.confinerFor().Support(), path)
 	if err != nil {
 		return err
 	}
@@ -100,26 +79,92 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 	s := a.wire(path, l, reaper, introspection)
 	defer s.signals.Stop()
 	stopLoad()
-	if a.dumpErr != nil {
-		log.Warn("cannot make wraptool's process non-dumpable; another process of this user could read its memory", "error", a.dumpErr)
-	}
-	if a.ownsProcess {
-		if err := runner.BecomeSubreaper(); err != nil {
-			log.Warn("cannot become a child subreaper; processes that leave a call's process group are not reaped", "error", err)
-		}
-	}
-	if err := s.hub.Listen(); err != nil {
+
+	// Listen.
+	closeListeners, err := a.listen(s)
+	defer closeListeners()
+	if err != nil {
 		return err
-	}
-	defer s.hub.Close()
-	if s.admin != nil {
-		if err := s.admin.Listen(); err != nil {
-			return err
-		}
-		defer s.admin.Close()
 	}
 
 	// Print.
+	if err := a.announce(s, l, path, confinementWarning, ready); err != nil {
+		return err
+	}
+
+	// Run. An error is returned, not logged: main reports it once.
+	err = s.run(ctx)
+	if errors.Is(err, oklogrun.ErrSignal) || errors.Is(err, context.Canceled) {
+		a.log.Info("stopped")
+		return nil
+	}
+	return err
+}
+
+// loadAtStart is the start-up load: the same load a reload does, except
+// that a missing config is scaffolded and missing token files are created
+// first; then the config's log level, what it created, its warnings, and
+// the confinement check (whose warning the client set-up repeats).
+func (a *app) loadAtStart(ctx context.Context, path string, introspection config.Introspect) (*config.Loaded, string, error) {
+	created, err := config.Scaffold(path, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	if created {
+		a.log.Info("wrote the starter config; edit it to expose your tools", "path", path)
+	}
+	l, err := a.load(ctx, path, &config.LoadOptions{Paths: a.configOptions(), Tokens: config.TokensCreate, Introspect: introspection})
+	if err != nil {
+		return nil, "", err
+	}
+	a.applyConfigLevel(l.Config)
+	for _, f := range l.Created {
+		a.log.Info("created token file", "path", f)
+	}
+	for _, w := range l.Warnings {
+		a.log.Warn("config warning", "where", w.String())
+	}
+	warnAtStart(a.log, l)
+	warning, err := checkConfinement(a.log, l.Config, a.confinerFor().Support(), path)
+	if err != nil {
+		return nil, "", err
+	}
+	return l, warning, nil
+}
+
+// listen makes the process what serving needs (not dumpable, a child
+// subreaper; each only warned about when it fails) and binds the MCP and
+// admin listeners. The returned func closes what was bound; it is never nil.
+func (a *app) listen(s *server) (closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	if a.dumpErr != nil {
+		a.log.Warn("cannot make wraptool's process non-dumpable; another process of this user could read its memory", "error", a.dumpErr)
+	}
+	if a.ownsProcess {
+		if err := runner.BecomeSubreaper(); err != nil {
+			a.log.Warn("cannot become a child subreaper; processes that leave a call's process group are not reaped", "error", err)
+		}
+	}
+	if err := s.hub.Listen(); err != nil {
+		return closeAll, err
+	}
+	closers = append(closers, s.hub.Close)
+	if s.admin != nil {
+		if err := s.admin.Listen(); err != nil {
+			return closeAll, err
+		}
+		closers = append(closers, s.admin.Close)
+	}
+	return closeAll, nil
+}
+
+// announce logs where the server serves and hands ready the client set-up.
+func (a *app) announce(s *server, l *config.Loaded, path, confinementWarning string, ready func(clientSetup) error) error {
 	c := l.Config
 	setup := clientSetup{URL: s.hub.URL(), Token: l.MCPToken, ConfigPath: path, Warning: confinementWarning}
 	if c.MCP.Transport == "unix" {
@@ -127,23 +172,16 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 	}
 	if s.ui != nil {
 		setup.AdminURL = s.ui.URL()
-		log.Info("serving the review UI", "url", setup.AdminURL, "address", s.admin.Addr().String())
+		a.log.Info("serving the review UI", "url", setup.AdminURL, "address", s.admin.Addr().String())
 	}
 	if ready != nil {
 		if err := ready(setup); err != nil {
 			return err
 		}
 	}
-	log.Info("serving MCP", "transport", c.MCP.Transport, "address", s.hub.Addr().String(),
+	a.log.Info("serving MCP", "transport", c.MCP.Transport, "address", s.hub.Addr().String(),
 		"config", path, "exposed", len(l.Policy.Rules()))
-
-	// Run. An error is returned, not logged: main reports it once.
-	err = s.run(ctx)
-	if errors.Is(err, oklogrun.ErrSignal) || errors.Is(err, context.Canceled) {
-		log.Info("stopped")
-		return nil
-	}
-	return err
+	return nil
 }
 
 // warnAtStart logs what an operator should know about a config that loads:
