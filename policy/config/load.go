@@ -19,7 +19,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// Defaults the contract fixes for fields left unset.
+// Defaults for fields left unset.
 const (
 	DefaultTransport   = "sse"
 	DefaultLogLevel    = "info"
