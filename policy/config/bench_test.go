@@ -12,9 +12,9 @@ import (
 	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
-// writeLargeConfig writes a config of configtest.LargeTools (issue 18's
-// 500 × 10) into dir, with a token file and one shared executable and env
-// file, and returns the config's path.
+// writeLargeConfig writes a config of configtest.LargeTools (tools × rules,
+// 500 × 10 for the README's performance figures) into dir, with a token file
+// and one shared executable and env file, and returns the config's path.
 func writeLargeConfig(tb testing.TB, dir string, tools, rules int) string {
 	tb.Helper()
 	mustWrite := func(name, body string, mode os.FileMode) string {
@@ -34,8 +34,9 @@ func writeLargeConfig(tb testing.TB, dir string, tools, rules int) string {
 	return mustWrite("config.yaml", head+configtest.LargeTools(tools, rules, bin, env), 0o600)
 }
 
-// BenchmarkLoad500x10 is issue 18's config load: 500 tools × 10 rules,
-// read, parsed, validated and compiled, without introspection.
+// BenchmarkLoad500x10 is the load of a large config, 5,000 rules as 500
+// tools × 10: read, parsed, validated and compiled, without introspection.
+// It is the README's config-load figure.
 func BenchmarkLoad500x10(b *testing.B) {
 	path := writeLargeConfig(b, b.TempDir(), 500, 10)
 	o := &LoadOptions{Tokens: TokensOptional, Paths: &Options{Home: b.TempDir(), Getenv: func(string) string { return "" }}}

@@ -19,7 +19,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// Defaults the contract fixes for fields left unset.
+// Defaults for fields left unset.
 const (
 	DefaultTransport   = "sse"
 	DefaultLogLevel    = "info"
@@ -106,14 +106,13 @@ func parse(file string, data []byte, o *Options, cache *files) (*Config, error) 
 		structural = w.errs
 		if len(structural) == 0 {
 			// Decode the tree already parsed rather than the bytes again
-			// (a second parse was a third of a large config's load). The
-			// walker has checked every key against the types, so strict
-			// decoding would find no unknown field the walker missed;
-			// yaml.v3 decodes what the walker's decoder leaves to it.
-			if !w.decode(root, c) {
-				if err := root.Decode(c); err != nil {
-					return nil, yamlError(file, err)
-				}
+			// (a second parse was a third of a large config's load).
+			// Node.Decode has no strict mode, but the walker has checked
+			// every key against the same struct tags yaml.v3 reads, so a
+			// strict decode would find no unknown field it missed
+			// (FuzzStrict holds the two together).
+			if err := root.Decode(c); err != nil {
+				return nil, yamlError(file, err)
 			}
 		} else {
 			// Decode what can be decoded and check it too, so the problem

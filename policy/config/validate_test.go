@@ -232,7 +232,7 @@ func TestValidateRejects(t *testing.T) {
 			7, "tools.git.allow[0].flags[0]", `flag --args would become the schema property "args"`},
 		{"a flag may not become the cwd property", base + tool + "    allow:\n      - flags: [--cwd]\n",
 			7, "tools.git.allow[0].flags[0]", `flag --cwd would become the schema property "cwd"`},
-		{"min greater than max is refused (the contract's example)", base + tool + "    allow:\n      - subcommand: [log]\n      - subcommand: [clone]\n        flags: [--depth]\n        flag_constraints:\n          \"--depth\": {min: 5, max: 2}\n",
+		{"min greater than max is refused (the README's example)", base + tool + "    allow:\n      - subcommand: [log]\n      - subcommand: [clone]\n        flags: [--depth]\n        flag_constraints:\n          \"--depth\": {min: 5, max: 2}\n",
 			11, `tools.git.allow[1].flag_constraints["--depth"]`, "min 5 is greater than max 2"},
 		{"an invalid regex is refused", base + tool + "    allow:\n      - flags: [--filter]\n        flag_constraints:\n          \"--filter\":\n            pattern: \"[a-z\"\n",
 			10, `tools.git.allow[0].flag_constraints["--filter"].pattern`, "invalid regular expression: missing closing ]"},
@@ -301,7 +301,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 }
 
-// The contract's own example, rendered in full.
+// The README's example, rendered in full.
 func TestErrorRendering(t *testing.T) {
 	t.Parallel()
 	e := &Error{File: "config.yaml", Line: 14, Path: `tools.git.allow[1].flag_constraints["--depth"]`, Msg: "min 5 is greater than max 2"}

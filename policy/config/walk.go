@@ -26,11 +26,11 @@ type walker struct {
 	// pending holds, for each mapping on the way down, the values of the
 	// keys just recorded, walked once the mapping's block is complete.
 	pending []pendingValue
-	// scalars memoizes the trial decode of non-string scalars (which
-	// decoder then uses): a large config repeats a few values (true, 1,
-	// 100) thousands of times, and a decode is a decoder and a reflect.New
-	// each.
-	scalars map[scalarKey]scalarValue
+	// scalars memoizes whether a non-string scalar decodes into its
+	// field's type: a large config repeats a few values (true, 1, 100)
+	// thousands of times, and a trial decode is a decoder and a
+	// reflect.New each.
+	scalars map[scalarKey]bool
 }
 
 type pendingValue struct {
@@ -206,16 +206,15 @@ func (w *walker) walkScalar(n *yaml.Node, t reflect.Type) {
 		return
 	}
 	sk := scalarKey{t, n.Tag, n.Value, n.Style}
-	v, seen := w.scalars[sk]
+	ok, seen := w.scalars[sk]
 	if !seen {
-		p := reflect.New(t)
-		v = scalarValue{n.Decode(p.Interface()) == nil, p.Elem()}
+		ok = n.Decode(reflect.New(t).Interface()) == nil
 		if w.scalars == nil {
-			w.scalars = map[scalarKey]scalarValue{}
+			w.scalars = map[scalarKey]bool{}
 		}
-		w.scalars[sk] = v
+		w.scalars[sk] = ok
 	}
-	if !v.ok {
+	if !ok {
 		w.fail(n, w.path(), "want %s, got %q", want(t), n.Value)
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// LargeTools is the tools: section of issue 18's large config, tools ×
-// rules allow rules of binary (500 × 10 is the one every figure quotes).
+// LargeTools is the tools: section of a large config: tools × rules allow
+// rules of binary (500 × 10, 5,000 rules, is the one the README's performance
+// figures quote).
 // Every rule has flags, typed and patterned flag constraints, a denied flag
 // and positional patterns; every tool has a deny rule covering none of its
 // allow rules, so all tools × rules are exposed. envFile, when not empty,

@@ -42,7 +42,8 @@ mcp_servers:
 // ValidCounts is what `config validate` reports for ValidConfig.
 const ValidCounts = "(2 tools, 3 allow rules, 1 mcp_servers)\n"
 
-// Exit statuses the contract fixes.
+// Exit statuses wraptool ends with: 1 for a runtime failure or an invalid
+// config, 2 for a usage error.
 const (
 	ExitFailure = 1
 	ExitUsage   = 2
@@ -184,7 +185,7 @@ func ValidateCases() []ValidateCase {
 			WantStderr: "$DIR/config.yaml:4: tools.git.binary: $DIR/plain-file is not executable",
 		},
 		{
-			Name: "a constraint with min above max gives the contract's example message",
+			Name: "a constraint with min above max gives the README's example message",
 			Files: map[string]string{"config.yaml": "mcp:\n" +
 				"  listen: 127.0.0.1:8717\n" +
 				"tools:\n" +
