@@ -334,9 +334,8 @@ func (in *Introspector) record(ctx context.Context, cache *diskCache, t Tool, bi
 var errAbandoned = errors.New("the load that started this help run gave up")
 
 // fetchOnce fetches sub's help and records the outcome (record), once for
-// all the loads asking for the same help at the same time: a reload and an
-// approval that introspects the rule it shows run the help once, and warn
-// once. The fetch runs under the context of the load that started it. A
+// all the loads asking for the same help at the same time, which then run
+// it once and warn once. The fetch runs under the context of the load that started it. A
 // load that gives up stops waiting at once; when the one that started the
 // fetch gives up, the run is killed and each load still waiting starts it
 // anew, so one caller's cancellation never counts as the tool's failure for
