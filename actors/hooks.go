@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/toolset/runner"
@@ -119,9 +121,10 @@ func NewHooks(o HooksOptions) *Hooks {
 func (h *Hooks) Run(ctx context.Context) error {
 	var running sync.WaitGroup
 	defer running.Wait()
-	// slots holds one token per running hook: a full channel makes the loop
-	// wait, leaving the requests queued in h.in rather than in goroutines.
-	slots := make(chan struct{}, MaxHooks)
+	// slots holds one unit per running hook: with none free the loop
+	// waits, leaving the requests queued in h.in rather than in goroutines.
+	// Acquire fails on an ended context even when a slot is free.
+	slots := semaphore.NewWeighted(MaxHooks)
 	for {
 		var m messages.RequestFiled
 		select {
@@ -129,23 +132,18 @@ func (h *Hooks) Run(ctx context.Context) error {
 			return nil
 		case m = <-h.in:
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		if slots.Acquire(ctx, 1) != nil {
 			return nil
-		}
-		if ctx.Err() != nil {
-			return nil // a free slot must not win over an ended context
 		}
 		// Read after the wait for a slot: a queued request gets the hook
 		// in force when it starts, not the one of when it was filed.
 		c, ok := h.command(m)
 		if !ok {
-			<-slots
+			slots.Release(1)
 			continue
 		}
 		running.Go(func() {
-			defer func() { <-slots }()
+			defer slots.Release(1)
 			h.run(ctx, c, m.Record.ID)
 		})
 	}

@@ -1,42 +1,46 @@
 package actors
 
 import (
+	"context"
 	"net"
 	"sync"
+
+	"golang.org/x/sync/semaphore"
 )
 
-// connLimit is a listener that keeps at most cap(slots) connections open.
+// connLimit is a listener that keeps at most n connections open.
 // Accept takes a slot before it takes a connection from the kernel, so
 // beyond the limit new connections wait in the listen queue instead of using
 // up file descriptors; a connection gives its slot back on its first Close.
 type connLimit struct {
 	net.Listener
-	slots     chan struct{} // buffer n; a send takes a slot, a receive frees one
-	closed    chan struct{} // closed by Close, ending an Accept waiting for a slot
-	closeOnce sync.Once
+	slots *semaphore.Weighted // one unit per open connection
+	// closed ends with Close (stop), ending an Accept waiting for a slot;
+	// Acquire fails on an ended context even when a slot is free.
+	closed context.Context
+	stop   context.CancelFunc
 }
 
 // limitConns limits ln to n open connections (n > 0).
 func limitConns(ln net.Listener, n int) *connLimit {
-	return &connLimit{Listener: ln, slots: make(chan struct{}, n), closed: make(chan struct{})}
+	closed, stop := context.WithCancel(context.Background())
+	return &connLimit{Listener: ln, slots: semaphore.NewWeighted(int64(n)), closed: closed, stop: stop}
 }
 
 func (l *connLimit) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.closed:
+	if err := l.slots.Acquire(l.closed, 1); err != nil {
 		return nil, net.ErrClosed
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
+		l.slots.Release(1)
 		return nil, err
 	}
-	return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+	return &limitedConn{Conn: c, release: sync.OnceFunc(func() { l.slots.Release(1) })}, nil
 }
 
 func (l *connLimit) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
+	l.stop()
 	return l.Listener.Close()
 }
 

@@ -57,6 +57,10 @@
 // New starts nothing. An Introspector's Learn may be called from several
 // goroutines; all its runs share one limit (4 help runs at once by default),
 // each bounded by its timeout, and every run ends when Learn's context does.
+// Loads (Learn, Explore) that ask for the same help at the same time share
+// one run of it: the load that started the run owns it, a load that joined
+// it and gives up only stops waiting, and when the owner gives up the run
+// is killed and the loads still waiting run it again themselves.
 // A Catalog is immutable once Learn returns it and safe for concurrent use; a
 // nil *Catalog answers "unknown" to everything. Overrides are immutable once
 // parsed.

@@ -10,7 +10,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/wraptool/wraptool/introspect/helptext"
 	"github.com/wraptool/wraptool/policy"
@@ -104,9 +108,15 @@ func (in *Introspector) CacheOnly() bool { return in.o.CacheOnly }
 type Introspector struct {
 	o   Options
 	log *slog.Logger
-	// sem holds a slot per running help run; a buffered channel of
-	// Options.Concurrency slots, taken with the run's context.
-	sem chan struct{}
+	// sem holds a unit per running help run, Options.Concurrency in all,
+	// taken with the run's context.
+	sem *semaphore.Weighted
+	// flights joins the loads that ask for one help at the same time onto
+	// one fetch, keyed by flightKey.
+	flights singleflight.Group
+	// joined, when set (by tests), is called each time a load has joined
+	// or started a fetch in flights.
+	joined func()
 
 	mu sync.Mutex
 	// mem is the in-memory cache, one entry per (binary path, subcommand):
@@ -162,7 +172,7 @@ func New(o *Options) *Introspector {
 		in.log = slog.New(slog.DiscardHandler)
 	}
 	in.log = in.log.With("component", "introspect")
-	in.sem = make(chan struct{}, in.o.Concurrency)
+	in.sem = semaphore.NewWeighted(int64(in.o.Concurrency))
 	return in
 }
 
@@ -184,6 +194,10 @@ func (in *Introspector) Learn(ctx context.Context, tools []Tool, force bool) *Ca
 		in.log.Warn("introspection cache not used", "error", err)
 	}
 	c := &Catalog{tools: make(map[string]*toolHelps, len(tools))}
+	// A goroutine per tool (and per subcommand, in learnTool), unbounded:
+	// the limit is on help runs across every load (sem), and a bound on
+	// goroutines here (errgroup's SetLimit) would make a cached help wait
+	// behind runs that wait for a slot.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, t := range tools {
@@ -281,24 +295,99 @@ func (in *Introspector) help(ctx context.Context, cache *diskCache, t Tool, bin 
 		return m.help, m.have
 	}
 
-	h, err := in.fetch(ctx, t, sub, root)
+	h, err := in.fetchOnce(ctx, t, bin, sub, root, func(ctx context.Context, h helptext.Help, err error) {
+		in.record(ctx, cache, t, bin, sub, m, h, err)
+	})
+	if err != nil {
+		return m.help, m.have
+	}
+	return h, true
+}
+
+// record keeps what fetching sub's help gave (h, or err) in memory and on
+// disk; m is what was known before, kept beside a failure. A failure that is
+// not the tool's (ctx ended, errTransient) is not remembered, so the next
+// load tries again.
+func (in *Introspector) record(ctx context.Context, cache *diskCache, t Tool, bin binKey, sub []string, m memEntry, h helptext.Help, err error) {
+	mk := memKey{path: bin.path, sub: subKey(sub)}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, errTransient) {
 			if errors.Is(err, runner.ErrNoConfinement) {
 				in.log.Warn("introspection failed", "tool", t.Name, "subcommand", subKey(sub), "reason", err.Error())
 			}
-			return m.help, m.have // not the tool's fault: try again next time
+			return // not the tool's fault: try again next time
 		}
 		in.log.Warn("introspection failed", "tool", t.Name, "subcommand", subKey(sub), "reason", err.Error())
 		in.remember(mk, memEntry{bin: bin, help: m.help, have: m.have, fetched: m.fetched, failure: err.Error()})
-		return m.help, m.have
+		return
 	}
 	now := in.o.Now()
 	in.remember(mk, memEntry{bin: bin, help: h, have: true, fetched: now})
-	if err := cache.write(cacheEntry{entryKey: k, FetchedAt: now, Help: h}); err != nil {
+	if err := cache.write(cacheEntry{entryKey: newEntryKey(bin, sub), FetchedAt: now, Help: h}); err != nil {
 		in.log.Warn("introspection cache not written", "tool", t.Name, "subcommand", subKey(sub), "error", err)
 	}
-	return h, true
+}
+
+// errAbandoned marks a shared fetch that ended because the load that
+// started it gave up: for a load still waiting it says nothing about the
+// tool, and that load starts the fetch anew.
+var errAbandoned = errors.New("the load that started this help run gave up")
+
+// fetchOnce fetches sub's help and records the outcome (record), once for
+// all the loads asking for the same help at the same time, which then run
+// it once and warn once. The fetch runs under the context of the load that started it. A
+// load that gives up stops waiting at once; when the one that started the
+// fetch gives up, the run is killed and each load still waiting starts it
+// anew, so one caller's cancellation never counts as the tool's failure for
+// another.
+func (in *Introspector) fetchOnce(ctx context.Context, t Tool, bin binKey, sub []string, root *helptext.Help,
+	record func(context.Context, helptext.Help, error)) (helptext.Help, error) {
+	key := flightKey(t, bin, sub, root)
+	for {
+		// started is set once this load's own fetch begins: only the
+		// load that starts a flight has its function run.
+		var started atomic.Bool
+		ch := in.flights.DoChan(key, func() (any, error) {
+			started.Store(true)
+			h, err := in.fetch(ctx, t, sub, root)
+			record(ctx, h, err)
+			if err != nil && ctx.Err() != nil {
+				err = fmt.Errorf("%w: %w", errAbandoned, err)
+			}
+			return h, err
+		})
+		if in.joined != nil {
+			in.joined()
+		}
+		select {
+		case r := <-ch:
+			if errors.Is(r.Err, errAbandoned) && ctx.Err() == nil {
+				continue // another load's run, killed as it gave up
+			}
+			if r.Err != nil {
+				return helptext.Help{}, r.Err
+			}
+			return r.Val.(helptext.Help), nil
+		case <-ctx.Done():
+			if started.Load() {
+				// This load's own run: it ends with ctx, and a Learn
+				// returns only once its runs are reaped. A fetch that
+				// has not begun by now starts nothing: run checks ctx
+				// before it starts a process.
+				<-ch
+			}
+			return helptext.Help{}, ctx.Err()
+		}
+	}
+}
+
+// flightKey names one help fetch: everything that decides what runs (the
+// binary as configured and as built, the forms tried, the environment, the
+// sandbox), quoted so that no two differ only in where one field ends.
+// Loads under different sandboxes never share a run; the confiner hands out
+// one Sandbox per protected set, so loads of one config do.
+func flightKey(t Tool, bin binKey, sub []string, root *helptext.Help) string {
+	return fmt.Sprintf("%q %q %d %d %q %q %p", t.Binary, bin.path, bin.size, bin.mtime, forms(sub, root), t.Env, t.Sandbox)
 }
 
 func (in *Introspector) remember(k memKey, e memEntry) {
@@ -383,12 +472,10 @@ func (in *Introspector) run(ctx context.Context, t Tool, argv []string) (runner.
 	if err := ctx.Err(); err != nil {
 		return runner.Result{}, err // a free slot must not win over an ended context
 	}
-	select {
-	case in.sem <- struct{}{}:
-	case <-ctx.Done():
-		return runner.Result{}, ctx.Err()
+	if err := in.sem.Acquire(ctx, 1); err != nil {
+		return runner.Result{}, err
 	}
-	defer func() { <-in.sem }()
+	defer in.sem.Release(1)
 	dir, err := in.runDir()
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("%w: %v", errTransient, err)

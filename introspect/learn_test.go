@@ -310,3 +310,89 @@ func TestLearnWarnsAndGoesOnWhenABinaryCannotRun(t *testing.T) {
 		}
 	}
 }
+
+// Loads asking for one help at the same time share one run of it; a load
+// that gives up stops waiting, and the run is killed only with the load that
+// started it, the others then running it themselves. The run slots are held
+// by the test until both loads have joined, so the help cannot finish
+// before the second one asks.
+func TestLoadsOfOneHelpRunItOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// gives up names the load cancelled once both have joined: "",
+		// "first" (the one that started the fetch) or "second".
+		givesUp string
+	}{
+		{"two loads of one help at once run it once, and both learn it", ""},
+		{"when the load that started the run gives up, the other runs it and learns it", "first"},
+		{"a load that joined and gives up stops waiting; the one that started the run learns it", "second"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, "")
+			in := New(&Options{Concurrency: 1})
+			joined := make(chan struct{}, 16)
+			in.joined = func() { joined <- struct{}{} }
+			if err := in.sem.Acquire(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			held := true
+			defer func() {
+				if held {
+					in.sem.Release(1)
+				}
+			}()
+
+			type load struct {
+				cancel context.CancelFunc
+				done   chan *Catalog
+			}
+			start := func() load {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				l := load{cancel, make(chan *Catalog, 1)}
+				go func() { l.done <- in.Learn(ctx, []Tool{f.tool()}, false) }()
+				within(t, joined, "a load joining the fetch")
+				return l
+			}
+			first := start()
+			defer first.cancel()
+			second := start()
+			defer second.cancel()
+
+			loads := map[string]load{"first": first, "second": second}
+			if quitter, ok := loads[tt.givesUp]; ok {
+				quitter.cancel()
+				if _, ok := within(t, quitter.done, "the load that gave up").Subcommands("cli", nil); ok {
+					t.Errorf("the %s load, which gave up, learned the help", tt.givesUp)
+				}
+				delete(loads, tt.givesUp)
+			}
+			in.sem.Release(1)
+			held = false
+			for name, l := range loads {
+				if _, ok := within(t, l.done, "the "+name+" load").Subcommands("cli", nil); !ok {
+					t.Errorf("the %s load did not learn the help", name)
+				}
+			}
+			if got := f.runs(); got != 1 {
+				t.Errorf("the help ran %d times, want once (%q)", got, f.argvs())
+			}
+		})
+	}
+}
+
+// within receives from ch, failing the test after a minute.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("no %s within a minute", what)
+		panic("unreachable")
+	}
+}

@@ -15,6 +15,12 @@ import (
 //
 // Slots is safe for concurrent use. A nil *Slots is unlimited: Acquire
 // returns at once and Release does nothing.
+//
+// It is not a semaphore.Weighted (golang.org/x/sync), whose size is fixed
+// when it is made: a resize emulated by holding back part of a larger one
+// would have to wait in line behind the callers to lower the limit (a
+// reload must not wait on running calls), and a raise could not hand back
+// units that a lowering still waits to take.
 type Slots struct {
 	mu      sync.Mutex
 	limit   int

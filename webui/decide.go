@@ -75,12 +75,10 @@ func (u *UI) pending(s site, id string) (*requests.Record, error) {
 
 // take waits for the UI's decision turn while ctx lasts; release ends it.
 func (u *UI) take(ctx context.Context) (release func(), err error) {
-	select {
-	case u.turn <- struct{}{}:
-		return func() { <-u.turn }, nil
-	case <-ctx.Done():
-		return nil, refusef(http.StatusServiceUnavailable, "another decision is being made: %v", ctx.Err())
+	if err := u.turn.Acquire(ctx, 1); err != nil {
+		return nil, refusef(http.StatusServiceUnavailable, "another decision is being made: %v", err)
 	}
+	return func() { u.turn.Release(1) }, nil
 }
 
 // approval is what an approve asks for.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
@@ -119,10 +121,10 @@ type UI struct {
 	ttl      time.Duration
 	guard    *httpguard.Guard
 	sessions *sessions
-	// turn is held (a value in it) by the decision being made: a
-	// one-slot semaphore rather than a mutex, so a decision queued behind
-	// another one stuck on a file lock still ends with its request.
-	turn chan struct{}
+	// turn is held by the decision being made: a one-slot semaphore rather
+	// than a mutex, so a decision queued behind another one stuck on a file
+	// lock still ends with its request.
+	turn *semaphore.Weighted
 	// metrics serves /metrics behind the admin credentials; nil for none.
 	metrics http.Handler
 
@@ -140,7 +142,7 @@ func New(o Options) *UI {
 		ttl:      o.SessionTTL,
 		guard:    httpguard.New(&httpguard.Options{MaxBodyBytes: maxBodyBytes}),
 		sessions: newSessions(),
-		turn:     make(chan struct{}, 1),
+		turn:     semaphore.NewWeighted(1),
 		metrics:  o.Metrics,
 		warned:   map[string]bool{},
 	}

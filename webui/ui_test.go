@@ -575,3 +575,61 @@ func TestMetricsNeedTheAdminCredentials(t *testing.T) {
 		t.Errorf("without a metrics handler: status %d, want 404", w.Code)
 	}
 }
+
+// One decision is made at a time: a second waits for the turn while its
+// request lasts, and gives up with 503 when the request ends first, even
+// where the turn is free by then; a released turn is taken at once.
+func TestDecisionTurn(t *testing.T) {
+	t.Parallel()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		// held: another decision holds the turn while this one asks.
+		held bool
+		ctx  func(t *testing.T) context.Context
+		want int // 0: the turn is taken
+	}{
+		{"a free turn is taken", false, func(t *testing.T) context.Context { return t.Context() }, 0},
+		{"a held turn makes the next decision wait until its request ends, then 503", true,
+			func(t *testing.T) context.Context {
+				ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+				t.Cleanup(cancel)
+				return ctx
+			}, http.StatusServiceUnavailable},
+		{"a request already ended does not take a free turn", false, func(*testing.T) context.Context { return ended }, http.StatusServiceUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := New(Options{})
+			if tt.held {
+				other, err := u.take(t.Context())
+				if err != nil {
+					t.Fatalf("first take: %v", err)
+				}
+				defer other()
+			}
+			release, err := u.take(tt.ctx(t))
+			if tt.want == 0 {
+				if err != nil {
+					t.Fatalf("take = %v, want the turn", err)
+				}
+				release()
+				again, err := u.take(t.Context())
+				if err != nil {
+					t.Fatalf("take after release = %v, want the turn", err)
+				}
+				again()
+				return
+			}
+			if err == nil {
+				release()
+				t.Fatalf("take got the turn, want a %d refusal", tt.want)
+			}
+			if got := statusOf(err); got != tt.want || !strings.Contains(err.Error(), "another decision is being made") {
+				t.Errorf("take = %d %q, want %d \"another decision is being made: …\"", got, err, tt.want)
+			}
+		})
+	}
+}
