@@ -177,3 +177,90 @@ func attachedEmpty(r *Rule, c Call) bool {
 	}
 	return false
 }
+
+// However a redacted flag's value is spelled on a command line, it is read
+// as that flag's value and never shown; only a word the reading makes a
+// positional argument (after "--") is shown, as the server would show it.
+func TestReadWordsHidesRedactedValuesHoweverSpelled(t *testing.T) {
+	t.Parallel()
+	tools, helps := wordsTools()
+	p := newPolicy(t, tools, helps)
+	r := p.ToolRules("git")[0]
+	const secret = "s3cret\x1b[2J"
+	cases := []struct {
+		name      string
+		words     []string
+		wantShown []string
+	}{
+		{"a long flag and its value as the next word", []string{"--token", secret}, []string{"--token", Redacted}},
+		{"a long flag with its value after '='", []string{"--token=" + secret}, []string{"--token=" + Redacted}},
+		{"a short flag and its value as the next word", []string{"-p", secret}, []string{"-p", Redacted}},
+		{"a short flag with its value attached", []string{"-p" + secret}, []string{"-p" + Redacted}},
+		{"the flag given twice", []string{"-p", secret, "-p", secret}, []string{"-p", Redacted, "-p", Redacted}},
+		{"a value that looks like a flag", []string{"--token", "--force"}, []string{"--token", Redacted}},
+		{"a value that is '--'", []string{"-p", "--", secret}, []string{"-p", Redacted, secret}},
+		{"the flag last, with no value", []string{"--force", "--token"}, []string{"--force", "--token"}},
+		{"after '--' the words are positionals", []string{"--", "--token", secret}, []string{"--", "--token", secret}},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := ReadWords(WordsSource{Tool: "git", Subcommand: r.Subcommand(), Rule: r, Helps: helps}, tt.words)
+			if !slices.Equal(w.Shown, tt.wantShown) {
+				t.Errorf("Shown = %q, want %q", w.Shown, tt.wantShown)
+			}
+			d := p.Evaluate(w.Call)
+			var text string
+			if d.Refusal != nil {
+				text = d.Refusal.Text
+			}
+			after := slices.Index(tt.words, "--")
+			if after < 0 && (strings.Contains(text, secret) || slices.ContainsFunc(d.Shown(), func(s string) bool { return strings.Contains(s, secret) })) {
+				t.Errorf("Evaluate shows the secret: argv %q, denial %q", d.Shown(), text)
+			}
+		})
+	}
+}
+
+// FuzzReadWordsHostile reads any words against a rule and against no rule:
+// it never panics, shows one word per word, and a shown word differs from
+// the word only by hiding what follows its flag behind Redacted.
+func FuzzReadWordsHostile(f *testing.F) {
+	tools, helps := wordsTools()
+	p := newPolicy(f, tools, helps)
+	rules := p.ToolRules("git")
+	for _, s := range []string{
+		"--token|x|-p|y|-pz|--token=|-p",
+		"--|-p|x|--token=y",
+		"-rf|-r|-rmerges|--rebase|--rebase=x|-m|-n|05|--depth=-0",
+		"--force=true|-v=|--x=1|-\x1b[2J|\u202e-p|-p\u202e",
+		"-|--|---|-p=x|--=|=",
+	} {
+		f.Add(byte(0), s)
+		f.Add(byte(2), s)
+	}
+	f.Fuzz(func(t *testing.T, sel byte, line string) {
+		if len(line) > 512 {
+			return
+		}
+		words := strings.Split(line, "|")
+		src := WordsSource{Tool: "git", Helps: helps}
+		if i := int(sel) % (len(rules) + 1); i < len(rules) {
+			src.Rule, src.Subcommand = rules[i], rules[i].Subcommand()
+		}
+		w := ReadWords(src, words)
+		if len(w.Shown) != len(words) {
+			t.Fatalf("ReadWords(%q).Shown = %q: want one word per word", words, w.Shown)
+		}
+		for i, s := range w.Shown {
+			if s == words[i] {
+				continue
+			}
+			prefix, hidden := strings.CutSuffix(s, Redacted)
+			if !hidden || !strings.HasPrefix(words[i], prefix) {
+				t.Fatalf("ReadWords(%q).Shown[%d] = %q: want the word, or its flag then %q", words, i, s, Redacted)
+			}
+		}
+		p.Evaluate(w.Call) // whatever was read is a call Evaluate can decide
+	})
+}
