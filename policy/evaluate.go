@@ -140,11 +140,7 @@ func (p *Policy) Evaluate(c Call) Decision {
 		}
 	}
 	if deny, ok := t.denyRule(c.Subcommand, tokens); ok {
-		reason := "subcommand '" + strings.Join(deny, " ") + "' is denied for '" + t.name + "'"
-		if len(deny) == 0 {
-			reason = "every command is denied for '" + t.name + "'"
-		}
-		return d.refused(c, nil, KindDenyRule, reason)
+		return d.refused(c, nil, KindDenyRule, t.denyReason(deny))
 	}
 	if r == nil {
 		return d.refused(c, nil, KindNoRule, Quote(strings.Join(append([]string{t.name}, c.Subcommand...), " "))+" is not in the allowlist")
@@ -260,13 +256,8 @@ func (p *Policy) Evaluate(c Call) Decision {
 		}
 		return Quote(positionals[i])
 	}
-	for i, a := range positionals {
-		switch {
-		case strings.HasPrefix(a, "-"):
-			return d.refused(c, r, KindArg, "positional argument "+shown(i)+" looks like a flag; pass flags as named parameters")
-		case strings.IndexByte(a, 0) >= 0:
-			return d.refused(c, r, KindArg, "positional argument "+shown(i)+" contains a NUL byte")
-		}
+	if reason := unsafePositional(positionals, shown); reason != "" {
+		return d.refused(c, r, KindArg, reason)
 	}
 	for i, a := range positionals {
 		if pat := r.argPattern(i); pat != nil && !pat.re.MatchString(a) {
@@ -278,16 +269,11 @@ func (p *Policy) Evaluate(c Call) Decision {
 		paths = append(paths, PathArg{Value: a, Redact: hidden[i]})
 	}
 
-	if v, ok := c.Params[CwdProperty]; ok && v != nil {
-		cwd, isString := v.(string)
-		switch {
-		case !isString:
-			return d.refused(c, r, KindCwd, "value of 'cwd' must be a string")
-		case strings.IndexByte(cwd, 0) >= 0:
-			return d.refused(c, r, KindCwd, "cwd contains a NUL byte")
-		}
-		d.Cwd = cwd
+	cwd, reason := cwdParam(c.Params)
+	if reason != "" {
+		return d.refused(c, r, KindCwd, reason)
 	}
+	d.Cwd = cwd
 	d.Argv = argv
 	d.Paths = paths
 	return d

@@ -28,7 +28,7 @@ func seedAll(tools []Tool) []Tool {
 }
 
 // fixtureTools is the policy most tests run against: a git and a gcloud with
-// one rule per feature the contract describes.
+// one rule per feature the policy has.
 func fixtureTools() []Tool {
 	return []Tool{
 		{

@@ -189,25 +189,17 @@ func (p *Policy) EvaluateExact(c Call) Decision {
 		paths = append(paths, PathArg{Flag: f.Flag, Value: val})
 	}
 	args, _ := positional(c.Params[ArgsProperty])
+	if reason := unsafePositional(args, func(i int) string { return Quote(args[i]) }); reason != "" {
+		return refused.refused(c, r, KindArg, reason)
+	}
 	for _, a := range args {
-		switch {
-		case strings.HasPrefix(a, "-"):
-			return refused.refused(c, r, KindArg, "positional argument "+Quote(a)+" looks like a flag; pass flags as named parameters")
-		case strings.IndexByte(a, 0) >= 0:
-			return refused.refused(c, r, KindArg, "positional argument "+Quote(a)+" contains a NUL byte")
-		}
 		paths = append(paths, PathArg{Value: a})
 	}
-	if v, ok := c.Params[CwdProperty]; ok && v != nil {
-		cwd, isString := v.(string)
-		switch {
-		case !isString:
-			return refused.refused(c, r, KindCwd, "value of 'cwd' must be a string")
-		case strings.IndexByte(cwd, 0) >= 0:
-			return refused.refused(c, r, KindCwd, "cwd contains a NUL byte")
-		}
-		refused.Cwd = cwd
+	cwd, reason := cwdParam(c.Params)
+	if reason != "" {
+		return refused.refused(c, r, KindCwd, reason)
 	}
+	refused.Cwd = cwd
 	// Deny rules saw the unproven short values and args in Evaluate; an
 	// unknown short flag's value is a token a tool may read as a
 	// positional too, so deny rules see those as well.
@@ -219,11 +211,7 @@ func (p *Policy) EvaluateExact(c Call) Decision {
 	}
 	slices.Sort(shortVals)
 	if deny, denied := t.denyRule(c.Subcommand, append(shortVals, args...)); denied {
-		reason := "subcommand '" + strings.Join(deny, " ") + "' is denied for '" + t.name + "'"
-		if len(deny) == 0 {
-			reason = "every command is denied for '" + t.name + "'"
-		}
-		return refused.refused(c, nil, KindDenyRule, reason)
+		return refused.refused(c, nil, KindDenyRule, t.denyReason(deny))
 	}
 	refused.Rule = r
 	refused.Argv = append([]string{t.binary}, tokens[1:]...)

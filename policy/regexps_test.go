@@ -2,9 +2,9 @@ package policy
 
 import "testing"
 
-// Rules that repeat a pattern share one compiled regexp (issue 18: a large
-// config compiled each copy), and each still decides by its own rule: the
-// shared regexp holds no per-rule or per-match state.
+// Rules that repeat a pattern share one compiled regexp (a large config
+// once compiled each copy, most of a load's time), and each still decides
+// by its own rule: the shared regexp holds no per-rule or per-match state.
 func TestRulesShareCompiledPatterns(t *testing.T) {
 	allow := func(sub, argPat string) *AllowRule {
 		r := &AllowRule{

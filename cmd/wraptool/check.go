@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/peterbourgon/ff/v4"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
@@ -22,11 +19,6 @@ import (
 // errDenied is check's verdict that a command line is denied: exit status
 // 3. The denial is already printed when it is returned.
 var errDenied = errors.New("check: denied")
-
-// errMismatch is check --tests' verdict that an entry did not get its
-// wanted decision: exit status 1, the mismatches already listed on
-// stdout.
-var errMismatch = errors.New("check: the tests do not match")
 
 func (a *app) checkCommand() *ff.Command {
 	var (
@@ -215,9 +207,9 @@ func (c *checker) decide(words []string) verdict {
 	// it. Evaluate still gives the denial text (a deny rule first, else "not in
 	// the allowlist") for a subcommand cut where the rules' paths end.
 	sub := noRuleSubcommand(c.pol.ToolRules(tool), rest)
-	m := c.mapWords(tool, sub, nil, rest[len(sub):])
-	d := c.pol.Evaluate(policy.Call{Tool: tool, Subcommand: sub, Params: m.params})
-	return verdict{words: words, d: d, notes: m.notes}
+	m := policy.ReadWords(policy.WordsSource{Tool: tool, Subcommand: sub, Helps: c.helps}, rest[len(sub):])
+	d := c.pol.Evaluate(m.Call)
+	return verdict{words: words, d: d, notes: m.Notes}
 }
 
 // noRuleSubcommand picks the subcommand a line no rule matches is refused
@@ -247,19 +239,20 @@ func noRuleSubcommand(rules []*policy.Rule, rest []string) []string {
 // decideRule evaluates words as a call of rule r.
 func (c *checker) decideRule(words []string, r *policy.Rule) verdict {
 	tool, sub := r.Tool(), r.Subcommand()
-	m := c.mapWords(tool, sub, r, words[1+len(sub):])
-	d := c.pol.Evaluate(policy.Call{Tool: tool, Subcommand: sub, Params: m.params})
-	shown := append(slices.Clip(words[:1+len(sub)]), m.shown...)
-	v := verdict{words: shown, d: d, rule: r, notes: m.notes}
+	m := policy.ReadWords(policy.WordsSource{Tool: tool, Subcommand: sub, Rule: r, Written: c.writtenRule(tool, sub), Helps: c.helps},
+		words[1+len(sub):])
+	d := c.pol.Evaluate(m.Call)
+	shown := append(slices.Clip(words[:1+len(sub)]), m.Shown...)
+	v := verdict{words: shown, d: d, rule: r, notes: m.Notes}
 	if !d.Allowed() {
 		return v
 	}
-	if m.mismatch != "" {
+	if m.Mismatch != "" {
 		// The policy allows the call these words map to, but the server
 		// would not run these words. The denial quotes the call as the
 		// server would have run it (Refuse hides redacted values there),
 		// the reason names what differs.
-		v.d = d.Refuse(policy.KindValue, m.mismatch)
+		v.d = d.Refuse(policy.KindValue, m.Mismatch)
 		return v
 	}
 	if ran := append([]string{tool}, d.Argv[1:]...); !slices.Equal(ran, words) {
@@ -267,186 +260,6 @@ func (c *checker) decideRule(words []string, r *policy.Rule) verdict {
 			" (flags in schema order, a long flag's value after '=', then the positional arguments)")
 	}
 	return v
-}
-
-// mapping is a command line's words turned into one rule's call parameters.
-type mapping struct {
-	params map[string]any
-	// shown are the words with the values of redact: true flags hidden.
-	shown []string
-	// mismatch is why the server could not write these words as typed
-	// (a repeated flag, a flag spelled another way); "" when it could.
-	mismatch string
-	notes    []string
-}
-
-// mapWords turns the words after the subcommand into the parameters of a
-// tool call of rule r (nil: no rule), as an assistant would send them:
-//
-//   - a word that starts with '-' is a flag, matched by its exact spelling
-//     (a rule's -m is not --m); "--x=v" gives x its value v; a valued flag
-//     written alone takes the next word, whatever it is, as getopt does;
-//     a short valued flag may carry its value attached ("-mfix") only
-//     where the server writes it so (an optional value typed by the rule);
-//   - a flag the rule does not list keeps its dashes as its parameter name,
-//     so Evaluate refuses it as that flag; it takes a value only when
-//     written "--x=v" or when the introspection cache says it takes one;
-//   - "--" ends the flags, and is itself a positional argument, as is every
-//     other word: the server never writes "--", so Evaluate refuses it.
-func (c *checker) mapWords(tool string, sub []string, r *policy.Rule, words []string) mapping {
-	m := mapping{params: map[string]any{}, shown: slices.Clone(words)}
-	// hide replaces words[at] as shown: a redacted value, kept out of
-	// check's output as the server keeps it out of its logs and denials.
-	hide := func(at int, prefix string) { m.shown[at] = prefix + policy.Redacted }
-	ruleFlags := map[string]policy.Flag{}
-	var written *policy.AllowRule
-	if r != nil {
-		for _, f := range r.Flags() {
-			ruleFlags[f.Flag] = f
-		}
-		written = c.writtenRule(tool, sub)
-	}
-	mismatch := func(format string, args ...any) {
-		if m.mismatch == "" {
-			m.mismatch = fmt.Sprintf(format, args...)
-		}
-	}
-	var args []string
-	seen := map[string]bool{}
-	flagsDone := false
-	for i := 0; i < len(words); i++ {
-		w := words[i]
-		if flagsDone || len(w) < 2 || w[0] != '-' {
-			args = append(args, w)
-			continue
-		}
-		if w == "--" {
-			args = append(args, w)
-			flagsDone = true
-			continue
-		}
-		hasNext, next := i+1 < len(words), ""
-		if hasNext {
-			next = words[i+1]
-		}
-		name, val, withValue := w, "", false
-		if strings.HasPrefix(w, "--") {
-			name, val, withValue = strings.Cut(w, "=")
-		} else if f, ok := ruleFlags[w[:2]]; ok && len(w) > 2 && f.Type != policy.TypeBoolean {
-			// "-mfix": -m with the value attached. Bundled switches
-			// ("-rf") stay one unknown flag, as Evaluate names them.
-			name, val, withValue = w[:2], w[2:], true
-		}
-
-		f, listed := ruleFlags[name]
-		if !listed {
-			key := name // dashed: Evaluate refuses it as this very flag
-			// Refused whatever it takes, so no note: its value-taking
-			// shapes only how the denial quotes the line.
-			valued := c.strayTakesValue(tool, sub, name)
-			var v any = true
-			switch {
-			case withValue:
-				v = val
-				if r.Redacts(name) {
-					hide(i, w[:len(w)-len(val)])
-				}
-			case valued && hasNext:
-				i++
-				v = next
-				if r.Redacts(name) {
-					hide(i, "")
-				}
-			}
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			m.params[key] = v
-			continue
-		}
-
-		proven := f.Help || written == nil
-		if !proven {
-			_, proven = policy.TypeOf(written.FlagConstraints[f.Flag], c.helps, tool, sub, f.Flag)
-		}
-		var v any
-		switch {
-		case f.Type == policy.TypeBoolean && withValue:
-			v = val // "true" is allowed by the policy, but the server writes the bare flag
-			mismatch("the server writes flag %s alone, never with a value", policy.Quote(f.Flag))
-		case f.Type == policy.TypeBoolean:
-			v = true
-			if !proven && hasNext {
-				m.notes = append(m.notes, unknownTaking(f.Flag, false, next))
-			}
-		case withValue:
-			v = val
-			if f.Redact {
-				hide(i, w[:len(w)-len(val)])
-			}
-			if policy.IsShortFlag(f.Flag) && !f.Attached {
-				mismatch("the server writes flag %s with its value as the next argument, never attached", policy.Quote(f.Flag))
-			}
-		case f.Attached || !hasNext:
-			// Written alone, the flag has no value the server could pass
-			// (an optional value is passed attached): true is what such a
-			// call carries, and Evaluate refuses it as a missing value.
-			v = true
-		default:
-			i++
-			v = next
-			if f.Redact {
-				hide(i, "")
-			}
-			if !proven {
-				shownNext := next
-				if f.Redact {
-					shownNext = policy.Redacted
-				}
-				m.notes = append(m.notes, unknownTaking(f.Flag, true, shownNext))
-			}
-		}
-		if s, ok := v.(string); ok && f.Type == policy.TypeInteger {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-				v = n // a sign is allowed here, as a JSON number carries one
-				if strconv.FormatInt(n, 10) != s {
-					mismatch("the server writes the value of %s in plain decimal digits", policy.Quote(f.Flag))
-				}
-			}
-		}
-		if seen[f.Property] {
-			mismatch("flag %s is given more than once; a call passes each flag once", policy.Quote(f.Flag))
-			continue
-		}
-		seen[f.Property] = true
-		m.params[f.Property] = v
-	}
-	if len(args) > 0 {
-		m.params[policy.ArgsProperty] = args
-	}
-	return m
-}
-
-// unknownTaking is the note for a flag whose value-taking nothing settles.
-func unknownTaking(flag string, valued bool, next string) string {
-	read := "a switch, so " + policy.Quote(next) + " is a positional argument"
-	if valued {
-		read = "taking a value, so " + policy.Quote(next) + " is its value"
-	}
-	return "whether " + policy.Quote(flag) + " takes a value is not known (no type in the config, not in the introspection cache); check read it as " + read +
-		" (a flag_constraints type or an introspection override settles it)"
-}
-
-// strayTakesValue says whether a flag the rule does not list takes a value,
-// by the introspection cache; one the cache does not know is read as a
-// switch.
-func (c *checker) strayTakesValue(tool string, sub []string, flag string) bool {
-	if c.helps == nil {
-		return false
-	}
-	h, ok := c.helps.Flag(tool, sub, flag)
-	return ok && h.Type != policy.TypeUnknown && h.Type != policy.TypeBoolean && !h.OptionalValue
 }
 
 // writtenRule is the allow rule as the config writes it, for the flag
@@ -486,233 +299,4 @@ func shellWord(s string) string {
 		}
 	}
 	return s
-}
-
-// checkTest is one entry of a tests file.
-type checkTest struct {
-	line  int
-	words []string
-	allow bool
-}
-
-// checkTests runs a tests file: every entry is decided, each mismatch is
-// listed with its line and the decision (the denial text, or what would
-// run), and any mismatch is errMismatch (exit 1).
-func (a *app) checkTests(ctx context.Context, file string) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("check: read tests: %w", err)
-	}
-	tests, err := parseCheckTests(file, data)
-	if err != nil {
-		return err
-	}
-	c, err := a.newChecker(ctx)
-	if err != nil {
-		return err
-	}
-	failed := 0
-	for _, tt := range tests {
-		v := c.decide(tt.words)
-		for _, n := range v.notes {
-			fmt.Fprintf(a.stderr, "%s:%d: note: %s\n", file, tt.line, n)
-		}
-		if v.d.Allowed() == tt.allow {
-			continue
-		}
-		failed++
-		want, got := "deny", "allow"
-		if tt.allow {
-			want, got = got, want
-		}
-		fmt.Fprintf(a.stdout, "%s:%d: %s: want %s, got %s\n%s\n", file, tt.line, quoteWords(v.words), want, got, indent(v.String()))
-	}
-	if failed > 0 {
-		fmt.Fprintf(a.stdout, "FAIL: %d of %d tests in %s do not match\n", failed, len(tests), file)
-		return errMismatch
-	}
-	_, err = fmt.Fprintf(a.stdout, "ok: %s (%d tests)\n", file, len(tests))
-	return err
-}
-
-// indent prefixes every line of s with two spaces.
-func indent(s string) string {
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	for i, l := range lines {
-		if l != "" {
-			lines[i] = "  " + l
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// parseCheckTests reads a tests file: one YAML document holding a non-empty
-// list of {cmd, want} mappings. Errors name the file and the line, as config
-// errors do: a tests file that tests nothing must not pass CI quietly.
-func parseCheckTests(file string, data []byte) ([]checkTest, error) {
-	errAt := func(line int, format string, args ...any) error {
-		return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: holds no tests", file)
-		}
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: want one YAML document, a list of {cmd, want}", file)
-	}
-	list := doc.Content[0]
-	if list.Kind != yaml.SequenceNode {
-		return nil, errAt(list.Line, "want a list of {cmd, want}")
-	}
-	if len(list.Content) == 0 {
-		return nil, errAt(list.Line, "holds no tests")
-	}
-	var tests []checkTest
-	for i, item := range list.Content {
-		if item.Kind != yaml.MappingNode {
-			return nil, errAt(item.Line, "tests[%d]: want a mapping with cmd and want", i)
-		}
-		tt := checkTest{line: item.Line}
-		var haveCmd, haveWant bool
-		for k := 0; k+1 < len(item.Content); k += 2 {
-			key, val := item.Content[k], item.Content[k+1]
-			switch key.Value {
-			case "cmd":
-				if haveCmd {
-					return nil, errAt(key.Line, "tests[%d]: cmd is given twice", i)
-				}
-				haveCmd = true
-				words, err := testWords(val)
-				if err != nil {
-					return nil, errAt(val.Line, "tests[%d].cmd: %v", i, err)
-				}
-				tt.words = words
-			case "want":
-				if haveWant {
-					return nil, errAt(key.Line, "tests[%d]: want is given twice", i)
-				}
-				haveWant = true
-				switch {
-				case val.Kind == yaml.ScalarNode && val.Value == "allow":
-					tt.allow = true
-				case val.Kind == yaml.ScalarNode && val.Value == "deny":
-				default:
-					return nil, errAt(val.Line, "tests[%d].want: want allow or deny, got %q", i, val.Value)
-				}
-			default:
-				return nil, errAt(key.Line, "tests[%d]: unknown key %q (want cmd and want)", i, key.Value)
-			}
-		}
-		switch {
-		case !haveCmd:
-			return nil, errAt(item.Line, "tests[%d]: cmd is missing", i)
-		case !haveWant:
-			return nil, errAt(item.Line, "tests[%d]: want is missing", i)
-		}
-		tests = append(tests, tt)
-	}
-	return tests, nil
-}
-
-// testWords reads a test's cmd: a list of words taken as they are, or a
-// string split as POSIX shell words.
-func testWords(n *yaml.Node) ([]string, error) {
-	var words []string
-	switch n.Kind {
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return nil, errors.New("is empty")
-		}
-		var err error
-		if words, err = shellSplit(n.Value); err != nil {
-			return nil, err
-		}
-	case yaml.SequenceNode:
-		for _, w := range n.Content {
-			if w.Kind != yaml.ScalarNode || w.Tag == "!!null" {
-				return nil, fmt.Errorf("line %d: want a word (a string)", w.Line)
-			}
-			words = append(words, w.Value)
-		}
-	default:
-		return nil, errors.New("want a string or a list of words")
-	}
-	if len(words) == 0 {
-		return nil, errors.New("is empty")
-	}
-	return words, nil
-}
-
-// shellSplit splits s into words as a POSIX shell does, with quotes and
-// backslashes but no expansion of any kind: $, *, ~ and operators such as |
-// are ordinary characters. An unbalanced quote or a trailing backslash is an
-// error rather than a guess.
-func shellSplit(s string) ([]string, error) {
-	var (
-		words []string
-		cur   strings.Builder
-		inAny bool // cur holds a word, possibly empty ('')
-	)
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch ch {
-		case ' ', '\t', '\n':
-			if inAny {
-				words = append(words, cur.String())
-				cur.Reset()
-				inAny = false
-			}
-		case '\\':
-			if i+1 >= len(s) {
-				return nil, errors.New("ends with a backslash")
-			}
-			i++
-			if s[i] != '\n' { // backslash-newline joins lines
-				cur.WriteByte(s[i])
-				inAny = true
-			}
-		case '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				return nil, errors.New("unbalanced single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+end])
-			i += 1 + end
-			inAny = true
-		case '"':
-			inAny = true
-			closed := false
-			for i++; i < len(s); i++ {
-				switch c := s[i]; {
-				case c == '"':
-					closed = true
-				case c == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0:
-					i++
-					if s[i] != '\n' {
-						cur.WriteByte(s[i])
-					}
-					continue
-				default:
-					cur.WriteByte(c)
-					continue
-				}
-				break
-			}
-			if !closed {
-				return nil, errors.New("unbalanced double quote")
-			}
-		default:
-			cur.WriteByte(ch)
-			inAny = true
-		}
-	}
-	if inAny {
-		words = append(words, cur.String())
-	}
-	return words, nil
 }

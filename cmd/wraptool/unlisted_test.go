@@ -231,7 +231,7 @@ func TestWatchMarksFlagsTheHelpDoesNotList(t *testing.T) {
 			t.Parallel()
 			f := newRequestsFixture(t, tt.req)
 			var out bytes.Buffer
-			x := newWatchActor(t, f, &out)
+			x := newLogDecider(t, f, &out)
 			r := f.pendingRecord(t, f.ids[0])
 			x.show(t.Context(), r)
 			shown := out.String()

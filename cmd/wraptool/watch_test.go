@@ -19,9 +19,9 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// fakeActor records what the prompter asks of it, and prints as the real
+// fakeDecider records what the prompter asks of it, and prints as the real
 // one does: the request when shown, the outcome when decided.
-type fakeActor struct {
+type fakeDecider struct {
 	out   io.Writer
 	calls []string
 	// fail holds the error a call ("once req_1", `deny req_1 "r"`)
@@ -29,11 +29,11 @@ type fakeActor struct {
 	fail map[string]error
 }
 
-func (f *fakeActor) show(_ context.Context, r *requests.Record) {
+func (f *fakeDecider) show(_ context.Context, r *requests.Record) {
 	fmt.Fprintf(f.out, "[show %s]\n", requests.Token(r.ID))
 }
 
-func (f *fakeActor) approve(_ context.Context, r *requests.Record, ap approval) error {
+func (f *fakeDecider) approve(_ context.Context, r *requests.Record, ap approval) error {
 	kind := "apply"
 	switch ap.grant {
 	case watchOnce:
@@ -44,11 +44,11 @@ func (f *fakeActor) approve(_ context.Context, r *requests.Record, ap approval) 
 	return f.done(kind+" "+r.ID, "approved "+r.ID)
 }
 
-func (f *fakeActor) deny(_ context.Context, r *requests.Record, reason string) error {
+func (f *fakeDecider) deny(_ context.Context, r *requests.Record, reason string) error {
 	return f.done(fmt.Sprintf("deny %s %q", r.ID, reason), "denied "+r.ID)
 }
 
-func (f *fakeActor) done(call, outcome string) error {
+func (f *fakeDecider) done(call, outcome string) error {
 	f.calls = append(f.calls, call)
 	if err, ok := f.fail[call]; ok {
 		delete(f.fail, call)
@@ -290,8 +290,8 @@ func TestWatchPrompter(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				var out bytes.Buffer // written by the prompter's goroutine; read once it ended
-				act := &fakeActor{out: &out, fail: tt.fail}
-				p := newPrompter(&out, &out, act, time.Now)
+				dec := &fakeDecider{out: &out, fail: tt.fail}
+				p := newPrompter(&out, &out, dec, time.Now)
 				stdin, typing := io.Pipe()
 				keys := make(chan keyEvent, 16)
 				done := make(chan struct{})
@@ -328,8 +328,8 @@ func TestWatchPrompter(t *testing.T) {
 				}
 				close(done)
 
-				if !slices.Equal(act.calls, tt.want) {
-					t.Errorf("decisions = %q, want %q", act.calls, tt.want)
+				if !slices.Equal(dec.calls, tt.want) {
+					t.Errorf("decisions = %q, want %q", dec.calls, tt.want)
 				}
 				got := out.String()
 				rest := got
@@ -349,8 +349,8 @@ func TestWatchPrompter(t *testing.T) {
 	}
 }
 
-// newWatchActor is the command's actor on f's config, printing to out.
-func newWatchActor(t *testing.T, f *requestsFixture, out *bytes.Buffer) *appActor {
+// newLogDecider is the command's decider on f's config, printing to out.
+func newLogDecider(t *testing.T, f *requestsFixture, out *bytes.Buffer) *logDecider {
 	t.Helper()
 	a := newApp(func(k string) string { return f.env[k] }, out, out)
 	a.stdin = strings.NewReader("")
@@ -358,7 +358,7 @@ func newWatchActor(t *testing.T, f *requestsFixture, out *bytes.Buffer) *appActo
 	if err := a.setup(); err != nil {
 		t.Fatal(err)
 	}
-	return &appActor{a: a, logPath: f.log}
+	return &logDecider{a: a, logPath: f.log}
 }
 
 func (f *requestsFixture) pendingRecord(t *testing.T, id string) *requests.Record {
@@ -370,10 +370,10 @@ func (f *requestsFixture) pendingRecord(t *testing.T, id string) *requests.Recor
 	return r
 }
 
-// The actor records exactly what `requests approve --once`, `--for 1h`,
+// The decider records exactly what `requests approve --once`, `--for 1h`,
 // `--apply` and `deny` would, with decided_by "watch", and refuses what
 // they refuse.
-func TestWatchActor(t *testing.T) {
+func TestLogDecider(t *testing.T) {
 	t.Parallel()
 	push := func(flags ...string) requests.Request {
 		return requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: flags, Rationale: "r"}
@@ -383,7 +383,7 @@ func TestWatchActor(t *testing.T) {
 		f := newRequestsFixture(t, requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--tags"},
 			Rationale: "ok\x1b[2J\x1b[Hall is well\u202e", Enables: "tags\x1b]0;pwned\x07"})
 		var out bytes.Buffer
-		newWatchActor(t, f, &out).show(t.Context(), f.pendingRecord(t, f.ids[0]))
+		newLogDecider(t, f, &out).show(t.Context(), f.pendingRecord(t, f.ids[0]))
 		got := out.String()
 		if strings.ContainsAny(got, "\x1b\x07\u202e") {
 			t.Errorf("a raw control character reached the terminal:\n%q", got)
@@ -425,7 +425,7 @@ func TestWatchActor(t *testing.T) {
 			t.Parallel()
 			f := newRequestsFixture(t, push("--force-with-lease"))
 			var out bytes.Buffer
-			x := newWatchActor(t, f, &out)
+			x := newLogDecider(t, f, &out)
 			r := f.pendingRecord(t, f.ids[0])
 			x.show(t.Context(), r)
 			if err := x.approve(t.Context(), r, tt.ap); err != nil {
@@ -442,7 +442,7 @@ func TestWatchActor(t *testing.T) {
 		t.Parallel()
 		f := newRequestsFixture(t, push("--force"))
 		var out bytes.Buffer
-		if err := newWatchActor(t, f, &out).deny(t.Context(), f.pendingRecord(t, f.ids[0]), "use --force-with-lease"); err != nil {
+		if err := newLogDecider(t, f, &out).deny(t.Context(), f.pendingRecord(t, f.ids[0]), "use --force-with-lease"); err != nil {
 			t.Fatal(err)
 		}
 		if r := f.record(t, f.ids[0]); r.Status != requests.StatusDenied || *r.Reason != "use --force-with-lease" || r.DecidedBy != "watch" ||
@@ -454,7 +454,7 @@ func TestWatchActor(t *testing.T) {
 		t.Parallel()
 		f := newRequestsFixture(t, push("--tags"))
 		var out bytes.Buffer
-		x := newWatchActor(t, f, &out)
+		x := newLogDecider(t, f, &out)
 		r := f.pendingRecord(t, f.ids[0])
 		x.show(t.Context(), r)
 		if _, stderr, code := f.run(t, "requests", "deny", f.ids[0]); code != 0 {
@@ -477,7 +477,7 @@ func TestWatchActor(t *testing.T) {
 		t.Parallel()
 		f := newRequestsFixture(t, push("--tags"))
 		var out bytes.Buffer
-		x := newWatchActor(t, f, &out)
+		x := newLogDecider(t, f, &out)
 		r := f.pendingRecord(t, f.ids[0])
 		x.show(t.Context(), r)
 		if err := os.Rename(f.log, f.log+".1"); err != nil {
@@ -497,7 +497,7 @@ func TestWatchActor(t *testing.T) {
 		before, _ := os.ReadFile(f.config)
 		for i, want := range []string{"bare rule", "not applied", "not granted"} {
 			var out bytes.Buffer
-			x := newWatchActor(t, f, &out)
+			x := newLogDecider(t, f, &out)
 			r := f.pendingRecord(t, f.ids[i])
 			x.show(t.Context(), r)
 			ap := approval{apply: true}
@@ -518,7 +518,7 @@ func TestWatchActor(t *testing.T) {
 		t.Parallel()
 		f := newRequestsFixture(t, push("--tags"), push("--force-with-lease"))
 		var out bytes.Buffer
-		x := newWatchActor(t, f, &out)
+		x := newLogDecider(t, f, &out)
 		r := f.pendingRecord(t, f.ids[1])
 		x.show(t.Context(), r)
 		if _, stderr, code := f.run(t, "requests", "approve", f.ids[0], "--apply"); code != 0 {
