@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // decisionBound is the rule that a decision ends a wait within 1 s, with
@@ -54,8 +55,9 @@ func callWaiting(ctx context.Context, c *mcpClient, args map[string]any, params 
 func pendingFor(t *testing.T, s *server, sub string) string {
 	t.Helper()
 	cli := operatorCLI(t, s)
-	deadline := time.Now().Add(eventTimeout)
-	for {
+	var id string
+	// Each check runs the CLI: a steady pace spares the shared machine.
+	waittest.Poll{Every: 50 * time.Millisecond}.Until(t, eventTimeout, func() error {
 		out, stderr, code := cli("requests", "list", "--json")
 		if code != 0 {
 			t.Fatalf("requests list --json: exit %d, %s", code, stderr)
@@ -66,14 +68,13 @@ func pendingFor(t *testing.T, s *server, sub string) string {
 				Subcommand []string
 			}
 			if line != "" && json.Unmarshal([]byte(line), &r) == nil && len(r.Subcommand) == 1 && r.Subcommand[0] == sub {
-				return r.ID
+				id = r.ID
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending request for %q within %v:\n%s", sub, eventTimeout, s.Log())
-		}
-		time.Sleep(50 * time.Millisecond) // polling a file another process writes
-	}
+		return fmt.Errorf("no pending request for %q:\n%s", sub, s.Log())
+	})
+	return id
 }
 
 // outcomeWithin waits (bounded) for a waiting call's outcome.
@@ -591,7 +592,7 @@ func bounded(t *testing.T) context.Context {
 // assertDecidedBy checks the decision line of id in s's request log.
 func assertDecidedBy(t *testing.T, s *server, id, by, client string) {
 	t.Helper()
-	for _, obj := range logObjects(t, readLog(t, s.RequestLog)) {
+	for _, obj := range logObjects(t, readBytes(t, s.RequestLog)) {
 		var lineID, status, decidedBy, name string
 		json.Unmarshal(obj["id"], &lineID)
 		json.Unmarshal(obj["status"], &status)
@@ -612,20 +613,14 @@ func assertDecidedBy(t *testing.T, s *server, id, by, client string) {
 // client reaches the policy through the log watcher.
 func waitRuns(t *testing.T, s *server, c *mcpClient, tool string, args map[string]any) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		ran, text := runs(t, c, tool, args)
-		if ran {
-			return
+	// A list_changed says the grant came into force; without one, retry
+	// each second.
+	waittest.Poll{Every: time.Second, Wake: c.ListChanged}.Until(t, eventTimeout, func() error {
+		if ran, text := runs(t, c, tool, args); !ran {
+			return fmt.Errorf("%s never ran: %s\n%s", tool, text, s.Log())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never ran: %s\n%s", tool, text, s.Log())
-		}
-		select {
-		case <-c.ListChanged: // the grant came into force
-		case <-time.After(time.Second):
-		}
-	}
+		return nil
+	})
 }
 
 // Elicitation with the official TypeScript SDK client (which asks with

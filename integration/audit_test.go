@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // auditConfig wraps the fake CLI with a redacted --token, a patterned
@@ -98,21 +99,20 @@ func waitAudit(t *testing.T, s *server, what string, match func(auditLine) bool)
 // line that must be new.
 func nextAudit(t *testing.T, path string, after int, what string, match func(auditLine) bool) auditLine {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
+	var found auditLine
+	waittest.Until(t, eventTimeout, func() error {
 		if lines := readAudit(t, path); len(lines) > after {
 			for _, l := range lines[after:] {
 				if match(l) {
-					return l
+					found = l
+					return nil
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			data, _ := os.ReadFile(path)
-			t.Fatalf("no new audit line for %s within %v:\n%s", what, eventTimeout, data)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a file another process writes
-	}
+		data, _ := os.ReadFile(path)
+		return fmt.Errorf("no new audit line for %s:\n%s", what, data)
+	})
+	return found
 }
 
 // TestAuditLog drives calls of every kind through a real server and reads

@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // The kernel confines every process wraptool starts (wrapped tools,
@@ -86,19 +87,6 @@ func attackerBinary(t *testing.T) string {
 		t.Fatal(attackerErr)
 	}
 	return attackerPath
-}
-
-// waitFor polls cond (bounded) until it holds; state says what was seen
-// when it did not. The files and logs polled ring no bell.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool, state func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v\n%s", what, within, state())
-		}
-		time.Sleep(20 * time.Millisecond) // polling another process's files: no event to wait on
-	}
 }
 
 // gate is an operator's home folder with wraptool's files where wraptool
@@ -516,10 +504,12 @@ func reportsOf(t *testing.T, dir, mode string) []attackReport {
 // waitReports waits (bounded) for n reports of mode and returns them.
 func waitReports(t *testing.T, s *server, dir, mode string, n int) []attackReport {
 	t.Helper()
-	waitFor(t, eventTimeout, "the attacker's "+mode+" report", func() bool {
-		names, _ := filepath.Glob(filepath.Join(dir, mode+"-*.json"))
-		return len(names) >= n
-	}, s.Log)
+	waittest.Until(t, eventTimeout, func() error {
+		if names, _ := filepath.Glob(filepath.Join(dir, mode+"-*.json")); len(names) < n {
+			return fmt.Errorf("the attacker's %s report: %d of %d\n%s", mode, len(names), n, s.Log())
+		}
+		return nil
+	})
 	return reportsOf(t, dir, mode)
 }
 
@@ -960,14 +950,17 @@ func TestWraptoolIsNotDumpable(t *testing.T) {
 	}
 	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() { s.stop(t) })
-	waitFor(t, startTimeout, "wraptool serving as uid 65534", func() bool {
+	waittest.Until(t, startTimeout, func() error {
 		select {
 		case <-s.exited:
 			t.Fatalf("wraptool exited during start-up (%v):\n%s", s.exitErr, s.Log())
 		default:
 		}
-		return strings.Contains(s.Log(), `msg="serving MCP"`)
-	}, s.Log)
+		if log := s.Log(); !strings.Contains(log, `msg="serving MCP"`) {
+			return fmt.Errorf("wraptool serving as uid 65534:\n%s", log)
+		}
+		return nil
+	})
 	s.URL = "http://" + s.stderr.find(`msg="serving MCP"`, "address=")
 	token, err := os.ReadFile(filepath.Join(dir, "mcp-token"))
 	if err != nil {

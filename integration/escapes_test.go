@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // The escapes an attack review found in the built binary, replayed against
@@ -455,13 +456,14 @@ func TestSetsidGrandchildDoesNotOutliveItsCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(eventTimeout)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("grandchild %d still runs %v after its call ended:\n%s", pid, eventTimeout, s.Log())
+	if err := waittest.Within(eventTimeout, func() error {
+		if syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("grandchild %d still runs after its call ended:\n%s", pid, s.Log())
 		}
-		time.Sleep(10 * time.Millisecond) // polling the process table: no event to wait on
+		return nil
+	}); err != nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal(err)
 	}
 }
 
@@ -523,7 +525,7 @@ func TestRequestLogKeepsHTMLCharacters(t *testing.T) {
 	s := startServerIn(t, dir, serverConfig(t, dir, ""))
 	c := s.Connect(t, "/mcp")
 	request(t, c, askFor("git", []string{"push"}, nil, "<script>alert(1)</script> & more", ""))
-	if data := readLog(t, s.RequestLog); !strings.Contains(string(data), `"<script>alert(1)</script> & more"`) {
+	if data := readBytes(t, s.RequestLog); !strings.Contains(string(data), `"<script>alert(1)</script> & more"`) {
 		t.Errorf("request log:\n%s", data)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // stopBound is how long a server may take to exit after SIGTERM: the 10 s
@@ -47,21 +48,22 @@ func skipIfRoot(t *testing.T) {
 // reaped. A zombie still there at the deadline fails the test as one.
 func waitReaped(t *testing.T, s *server, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		ppid, state := procState(pid)
-		if ppid == 0 {
-			return
+	var ppid int
+	var state string
+	err := waittest.Within(eventTimeout, func() error {
+		if ppid, state = waittest.State(pid); ppid != 0 {
+			return fmt.Errorf("process %d (state %s, parent %d) is still there after its call ended:\n%s", pid, state, ppid, s.Log())
 		}
-		if time.Now().After(deadline) {
-			if state == "Z" {
-				t.Fatalf("process %d is a zombie (parent %d) %v after its call ended:\n%s", pid, ppid, eventTimeout, s.Log())
-			}
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d (state %s) still runs %v after its call ended:\n%s", pid, state, eventTimeout, s.Log())
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc: no event for another process's end
+		return nil
+	})
+	if err == nil {
+		return
 	}
+	if state == "Z" {
+		t.Fatalf("process %d is a zombie (parent %d) %v after its call ended:\n%s", pid, ppid, eventTimeout, s.Log())
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("process %d (state %s) still runs %v after its call ended:\n%s", pid, state, eventTimeout, s.Log())
 }
 
 // expectTools fails unless c's wrapped tools are want.
@@ -282,13 +284,12 @@ func TestFaultLogsUnwritable(t *testing.T) {
 			t.Fatalf("fake_pull: %s", toolsettest.ResultText(t, res))
 		}
 		// The first call's line is in: take the lock, as a stuck writer would.
-		deadline := time.Now().Add(eventTimeout)
-		for len(readAuditBytes(audit)) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("no audit line after %v:\n%s", eventTimeout, s.Log())
+		waittest.Until(t, eventTimeout, func() error {
+			if len(readAuditBytes(audit)) == 0 {
+				return fmt.Errorf("no audit line:\n%s", s.Log())
 			}
-			time.Sleep(10 * time.Millisecond) // polling the file: no event to wait on
-		}
+			return nil
+		})
 		holdLock(t, audit)
 		before := readAuditBytes(audit)
 		start := time.Now()
@@ -338,17 +339,13 @@ func holdLock(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return
+	// flock has no timed wait: try without blocking until the bound.
+	waittest.Until(t, eventTimeout, func() error {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return fmt.Errorf("hold the lock on %s: %w", path, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hold the lock on %s: %v", path, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the lock: flock has no timed wait
-	}
+		return nil
+	})
 }
 
 // readAuditBytes is the file's bytes, nil when it cannot be read.
@@ -527,13 +524,12 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 		}()
 	}
 	// Every client has had calls answered: the server is under load.
-	deadline := time.Now().Add(eventTimeout)
-	for calls.Load() < 2*clients {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d calls answered after %v:\n%s", calls.Load(), eventTimeout, s.Log())
+	waittest.Until(t, eventTimeout, func() error {
+		if n := calls.Load(); n < 2*clients {
+			return fmt.Errorf("only %d calls answered:\n%s", n, s.Log())
 		}
-		time.Sleep(10 * time.Millisecond) // polling a counter: no event to wait on
-	}
+		return nil
+	})
 	took := stopPromptly(t, s, stopBound)
 	t.Logf("%d calls answered; stopped under load of %d clients in %v", calls.Load(), clients, took)
 
@@ -551,8 +547,8 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && string(cmdline) == fakecli+"\x00sleep\x00300ms\x00" {
-			if _, state := procState(pid); state != "Z" {
+		if waittest.Cmdline(pid) == fakecli+"\x00sleep\x00300ms\x00" {
+			if _, state := waittest.State(pid); state != "Z" {
 				t.Errorf("fakecli sleep (pid %d) outlived the server", pid)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // grantConfig wraps the fake CLI with one narrow rule and a deny rule.
@@ -78,13 +80,15 @@ func listJSON(t *testing.T, cli func(...string) (string, string, int), id string
 // nothing, so retrying is safe.
 func runsOnceInForce(t *testing.T, c *mcpClient, tool string, args map[string]any) (ran bool, text string) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		if ran, text = runs(t, c, tool, args); ran || time.Now().After(deadline) {
-			return ran, text
+	// An exact grant rings no bell: poll the server; on timeout the last
+	// answer is returned for the caller to judge.
+	waittest.Within(eventTimeout, func() error {
+		if ran, text = runs(t, c, tool, args); !ran {
+			return errors.New(text)
 		}
-		time.Sleep(20 * time.Millisecond) // polling the server: an exact grant rings no bell
-	}
+		return nil
+	})
+	return ran, text
 }
 
 func runs(t *testing.T, c *mcpClient, tool string, args map[string]any) (ran bool, text string) {
@@ -367,6 +371,7 @@ func TestExactCallIDs(t *testing.T) {
 	}
 }
 
+// readBytes is the file's bytes; a file that cannot be read fails t.
 func readBytes(t *testing.T, path string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(path)

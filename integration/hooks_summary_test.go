@@ -2,11 +2,14 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // TestHookShellQuotesTheSummary shows a shell hook, allowed now that no
@@ -34,10 +37,12 @@ func TestHookShellQuotesTheSummary(t *testing.T) {
 
 	rationale := "rebased; $(touch " + pwned + ") and `touch " + pwned2 + "` \"quoted\" 'single'"
 	request(t, c, askFor("fake", []string{"push"}, []string{"--force"}, rationale, ""))
-	waitFor(t, eventTimeout, "the hook's output "+out, func() bool {
-		_, err := os.Stat(out)
-		return err == nil
-	}, s.Log)
+	waittest.Until(t, eventTimeout, func() error {
+		if _, err := os.Stat(out); err != nil {
+			return fmt.Errorf("the hook's output %s: %v\n%s", out, err, s.Log())
+		}
+		return nil
+	})
 	s.WaitLog(t, `msg="on_request hook ran"`, 1, eventTimeout)
 
 	want := "fake push --force: " + rationale

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // hookRecord is what fakecli's record mode writes: what the hook got.
@@ -57,19 +60,19 @@ func hookRecords(t *testing.T, dir string) []hookRecord {
 // record whose argv holds id appears, and returns it with all records.
 func waitHookRecord(t *testing.T, s *server, dir, id string) (hookRecord, []hookRecord) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		all := hookRecords(t, dir)
+	var found hookRecord
+	var all []hookRecord
+	waittest.Until(t, eventTimeout, func() error {
+		all = hookRecords(t, dir)
 		for _, r := range all {
 			if slices.Contains(r.Argv, id) {
-				return r, all
+				found = r
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no hook ran for %s within %v (records: %+v):\n%s", id, eventTimeout, all, s.Log())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a folder: no event to wait on
-	}
+		return fmt.Errorf("no hook ran for %s (records: %+v):\n%s", id, all, s.Log())
+	})
+	return found, all
 }
 
 // logLineWith returns the first line of log holding every one of parts.
@@ -129,7 +132,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
 		t.Errorf("%s exists (%v): shell syntax in the hook or the rationale was run", pwned, err)
 	}
-	firstLine, _, _ := strings.Cut(string(readLog(t, s.RequestLog)), "\n")
+	firstLine, _, _ := strings.Cut(string(readBytes(t, s.RequestLog)), "\n")
 	if got.Stdin != firstLine+"\n" {
 		t.Errorf("stdin = %q, want the request's line %q", got.Stdin, firstLine+"\n")
 	}
@@ -188,7 +191,7 @@ func TestHookHangingIsKilled(t *testing.T) {
 		t.Errorf("the hook was killed %v after the request, want between 10s and 30s", killed)
 	}
 	t.Logf("hook killed %v after the request was filed: %s", killed.Round(time.Millisecond), line)
-	waitGone(t, hook.pid)
+	waittest.Gone(t, eventTimeout, hook.pid)
 
 	// A hook still running at shutdown is killed, and never holds the
 	// server up.
@@ -203,5 +206,5 @@ func TestHookHangingIsKilled(t *testing.T) {
 	if line := logLineWith(s.Log(), "on_request hook stopped: the server is shutting down", "id="+second); line == "" {
 		t.Errorf("no shutdown line for %s:\n%s", second, s.Log())
 	}
-	waitGone(t, hook.pid)
+	waittest.Gone(t, eventTimeout, hook.pid)
 }

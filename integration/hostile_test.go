@@ -440,7 +440,7 @@ func hostileFlood(t *testing.T, sessions, perSession, prefill, want int) {
 		t.Errorf("no call was refused by the pending limit, want the calls beyond it refused")
 	}
 
-	objs := logObjects(t, readLog(t, s.RequestLog))
+	objs := logObjects(t, readBytes(t, s.RequestLog))
 	inLog := map[string]bool{}
 	for _, obj := range objs {
 		var id string

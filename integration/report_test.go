@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy/config/configtest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // Sizes of TestBenchReport.
@@ -511,7 +512,7 @@ func openSessions(t *testing.T, endpoint, token string, n int) int {
 // cpuOf is the CPU time (user + system) pid has used, in nanoseconds.
 func cpuOf(t *testing.T, pid int) int64 {
 	t.Helper()
-	fields := procStat(pid) // state, ppid, … utime is the 12th, stime the 13th
+	fields := waittest.Stat(pid) // state, ppid, … utime is the 12th, stime the 13th
 	if len(fields) < 13 {
 		t.Fatalf("/proc/%d/stat: process gone", pid)
 	}

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // wire is a raw HTTP client of one server, each request with the token
@@ -198,10 +201,12 @@ func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
 
 	const rotated = "rotated-main-token-0123456789abcdef"
 	writeAndRename(t, filepath.Join(dir, "mcp-token"), rotated+"\n")
-	waitFor(t, eventTimeout, "the old token refused", func() bool {
-		status, _, _ := w.send(http.MethodPost, "/mcp", s.Token, onMain, pingBody)
-		return status == http.StatusUnauthorized
-	}, s.Log)
+	waittest.Until(t, eventTimeout, func() error {
+		if status, _, _ := w.send(http.MethodPost, "/mcp", s.Token, onMain, pingBody); status != http.StatusUnauthorized {
+			return fmt.Errorf("the old token refused: status %d\n%s", status, s.Log())
+		}
+		return nil
+	})
 
 	if status, _, body := w.send(http.MethodPost, "/mcp", rotated, onMain, pingBody); status != 200 || !strings.Contains(body, `"result"`) {
 		t.Errorf("the session with the rotated main token = %d %q, want it served", status, body)

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // startWraptool starts the binary with args and exactly env, and returns
@@ -43,18 +44,17 @@ func startWraptool(t *testing.T, env []string, args ...string) (stdout, stderr *
 			<-done
 		}
 	})
-	deadline := time.Now().Add(startTimeout)
-	for !strings.Contains(stderr.String(), `msg="serving MCP"`) {
+	waittest.Until(t, startTimeout, func() error {
+		if strings.Contains(stderr.String(), `msg="serving MCP"`) {
+			return nil
+		}
 		select {
 		case <-done:
-			return stdout, stderr, done
+			return nil
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wraptool %q neither served nor exited within %v:\n%s", args, startTimeout, stderr)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the log: no event to wait on
-	}
+		return fmt.Errorf("wraptool %q neither served nor exited:\n%s", args, stderr)
+	})
 	return stdout, stderr, done
 }
 

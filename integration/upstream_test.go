@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // serversConfig is a served config (no wrapped tools) with servers as its
@@ -106,17 +107,14 @@ func marks(t *testing.T, path string) string {
 // containing substr; the fixture writes it, so there is no event to wait on.
 func waitMarks(t *testing.T, path, substr string, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		m := marks(t, path)
-		if strings.Count(m, substr) >= n {
-			return m
+	var m string
+	waittest.Until(t, eventTimeout, func() error {
+		if m = marks(t, path); strings.Count(m, substr) < n {
+			return fmt.Errorf("the fixture did not record %q %d times; it recorded:\n%s", substr, n, m)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fixture did not record %q %d times within %v; it recorded:\n%s", substr, n, eventTimeout, m)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a file another process writes
-	}
+		return nil
+	})
+	return m
 }
 
 // pids returns the pids the fixture recorded on lines starting with what.
@@ -143,20 +141,12 @@ func waitListChanged(t *testing.T, s *server, c *mcpClient, why string) {
 // withdrawal and offer may come as one or two list_changed.
 func waitTools(t *testing.T, s *server, c *mcpClient, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		got := c.WrappedTools(t)
-		if slices.Equal(got, want) {
-			return
+	waittest.Poll{Every: 100 * time.Millisecond, Wake: c.ListChanged}.Until(t, eventTimeout, func() error {
+		if got := c.WrappedTools(t); !slices.Equal(got, want) {
+			return fmt.Errorf("tools are %v, want %v:\n%s", got, want, s.Log())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools are %v, want %v within %v:\n%s", got, want, eventTimeout, s.Log())
-		}
-		select {
-		case <-c.ListChanged:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // TestUpstreamFilterPrefixAndPassThrough shows the exposure rules (exact
@@ -540,29 +530,9 @@ func TestUpstreamReload(t *testing.T) {
 	rewriteServers(t, s, strings.Replace(a, "$DIR/a]", "$DIR/a, -stderr-lines, \"1\"]", 1))
 	s.WaitLog(t, `msg="stopping upstream server" component=upstream server=bee because="removed from the config"`, 1, eventTimeout)
 	waitTools(t, s, c, []string{"fake_env"})
-	waitGone(t, beePid)
+	waittest.Gone(t, eventTimeout, beePid)
 	if got := c.WrappedTools(t); !slices.Equal(got, []string{"fake_env"}) {
 		t.Errorf("tools %v", got)
-	}
-}
-
-// waitGone polls (bounded) until pid no longer runs (or is a zombie nobody
-// reaped yet, which runs nothing).
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if _, rest, ok := strings.Cut(string(data), ") "); ok && strings.HasPrefix(rest, "Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs after %v", pid, eventTimeout)
-		}
-		time.Sleep(20 * time.Millisecond) // polling /proc: no event for another process's end
 	}
 }
 
@@ -710,7 +680,7 @@ func TestUpstreamShutdownStopsProcessGroups(t *testing.T) {
 		t.Errorf("exit: %v", err)
 	}
 	for _, pid := range procs {
-		waitGone(t, pid)
+		waittest.Gone(t, eventTimeout, pid)
 	}
 }
 
