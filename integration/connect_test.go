@@ -127,7 +127,7 @@ func TestConnectGoSDK(t *testing.T) {
 			}
 			text := toolsettest.ResultText(t, c.Call(t, "fake_pull", map[string]any{"rebase": true}))
 			if !strings.HasPrefix(text, "DENIED: 'fake pull --rebase' is not permitted.") {
-				t.Errorf("denial text %q, want the contract's DENIED text", text)
+				t.Errorf("denial text %q, want the DENIED text", text)
 			}
 
 			writeInPlace(t, s.ConfigPath, withTools(cfg, toolsPullPush))
@@ -259,7 +259,7 @@ func TestConnectWithoutAServer(t *testing.T) {
 				t.Errorf("exit %v, want status 1", err)
 			}
 			if took < connectStart {
-				t.Errorf("gave up after %v, want after the contract's %v", took, connectStart)
+				t.Errorf("gave up after %v, want after connect's %v", took, connectStart)
 			}
 			if !strings.Contains(stderr.String(), addr) || !strings.Contains(stderr.String(), "no wraptool server answers") {
 				t.Errorf("stderr %q, want it to say no server answers at %s", stderr.String(), addr)
@@ -288,7 +288,7 @@ func listenAddress(t *testing.T, cfg string) string {
 // (the call gets a JSON-RPC error), started again on the same config and
 // port (one list_changed, calls work), then stopped with SIGTERM and
 // started again (the same). The new session and its list_changed come
-// within the contract's 5 s of the server answering again.
+// within 5 s of the server answering again, as connect promises.
 func TestConnectSurvivesServerRestarts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -24,7 +24,7 @@ import (
 
 // The escapes an attack review found in the built binary, replayed against
 // it with the real tools where the machine has them. Each failed before its
-// fix (see the closing note for how that was checked).
+// fix: reverting the fix makes its test fail.
 
 // gitPath is the machine's git, or the test is skipped (CI installs git, and
 // there a missing git fails instead).

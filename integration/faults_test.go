@@ -1,9 +1,9 @@
 package integration
 
-// Fault tests (issue 18): the files, clients, signals and upstreams a
-// running server depends on fail under it, and each test checks the
-// contract's answer: the old policy stays, errors name the file, nothing
-// is half-written, processes are reaped and stops stay prompt.
+// Fault tests: the files, clients, signals and upstreams a running server
+// depends on fail under it, and each test checks the documented answer:
+// the old policy stays, errors name the file, nothing is half-written,
+// processes are reaped and stops stay prompt.
 
 import (
 	"bytes"

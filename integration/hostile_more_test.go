@@ -17,7 +17,7 @@ import (
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// More hostile input against the built binary (issue 18): the headers of
+// More hostile input against the built binary (beyond hostile_test.go): the headers of
 // an MCP request, argument injection through every parameter of a wrapped
 // tool over a real session, and a cwd swapped for a symlink while calls
 // run.

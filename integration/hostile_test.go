@@ -93,7 +93,7 @@ func TestHostileSlowHeaders(t *testing.T) {
 		t.Errorf("the server answered the half-sent request with %q, want nothing or a 4xx", data)
 	}
 	if lived < actors.ReadHeaderTimeout-time.Second {
-		// Not a failure of the contract, but worth knowing: something
+		// Not a failure of the promise, but worth knowing: something
 		// other than the header deadline closed it.
 		t.Logf("the connection closed after only %v", lived)
 	}

@@ -357,7 +357,7 @@ func TestServeDenialText(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+" is refused with the contract's text", func(t *testing.T) {
+		t.Run(tt.name+" is refused with the documented text", func(t *testing.T) {
 			t.Parallel()
 			res := c.Call(t, tt.tool, tt.args)
 			if !res.IsError {

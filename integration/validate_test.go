@@ -216,7 +216,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return entries
 }
 
-// The contract resolves the default config path only when no PATH is given,
+// The default config path is resolved only when no PATH is given,
 // so an explicit PATH should not need a home directory.
 func TestConfigValidateWithPathNeedsNoHome(t *testing.T) {
 	t.Parallel()

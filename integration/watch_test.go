@@ -225,7 +225,7 @@ func TestWatchInATerminal(t *testing.T) {
 	f.WriteString(hostile)
 	f.Close()
 	w.waitFor(t, watchPrompt, 1)
-	time.Sleep(watchKeyGuard + 300*time.Millisecond) // the contract's first second, measured from the prompt
+	time.Sleep(watchKeyGuard + 300*time.Millisecond) // the documented first second, measured from the prompt
 	w.typeKeys(t, "s")
 	w.waitFor(t, "skipped req_0000beef", 1)
 
