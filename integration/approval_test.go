@@ -122,6 +122,7 @@ func adminPost(t *testing.T, addr, token, path, body string) int {
 // it: the CLI approving once, the CLI denying with a reason, the admin API
 // approving for an hour. Each answer carries the decision and its text.
 func TestWaitEndsOnDecision(t *testing.T) {
+	slow(t, "a waiting request ending on each kind of decision")
 	t.Parallel()
 	dir := t.TempDir()
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -208,6 +209,7 @@ func TestWaitEndsOnDecision(t *testing.T) {
 // range is a tool error that records nothing; progress arrives every 5 s
 // for a call with a progress token.
 func TestWaitUnanswered(t *testing.T) {
+	slow(t, "an unanswered wait, wait_seconds bounds and progress")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -289,6 +291,7 @@ func TestWaitUnanswered(t *testing.T) {
 // A cancelled wait stops waiting and leaves the request pending; the
 // session's waiting slot is free again.
 func TestWaitCancelled(t *testing.T) {
+	slow(t, "a cancelled wait freeing its slot")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -414,6 +417,7 @@ func enumOf(t *testing.T, p *mcp.ElicitParams) []string {
 // main MCP token, is never asked; nor is anyone for a flag the help does
 // not list or a tool the config does not have.
 func TestElicitationGoSDK(t *testing.T) {
+	slow(t, "elicitation with the go-sdk client on both protocols")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -545,6 +549,7 @@ func TestElicitationGoSDK(t *testing.T) {
 // asked for by call_id on the elicitation token, and nobody is asked; the
 // request stays pending.
 func TestElicitationNeverAsksAboutAnExactCallsUnlistedFlag(t *testing.T) {
+	slow(t, "elicitation refusing an exact call's unlisted flag")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -627,6 +632,7 @@ func waitRuns(t *testing.T, s *server, c *mcpClient, tool string, args map[strin
 // elicitation/create during the call): accept once runs the call once,
 // decline denies, and without the capability it is never asked.
 func TestElicitationNodeClient(t *testing.T) {
+	slow(t, "elicitation with the TypeScript SDK client")
 	t.Parallel()
 	node, ndir := nodeSetup(t)
 	dir := t.TempDir()
@@ -698,6 +704,7 @@ func TestElicitationNodeClient(t *testing.T) {
 // assistant's client, or by a client on an elicitation token) is a tool
 // error that records and decides nothing.
 func TestElicitationForgedAnswers(t *testing.T) {
+	slow(t, "forged elicitation answers")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -748,6 +755,7 @@ func TestElicitationForgedAnswers(t *testing.T) {
 // One session may have 10 pending requests it filed and 4 calls waiting; a
 // decision frees a pending slot, another session has its own.
 func TestSessionLimits(t *testing.T) {
+	slow(t, "the per-session pending and waiting limits")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -793,6 +801,7 @@ func TestSessionLimits(t *testing.T) {
 // the wait at once with the request still pending, and serve exits 0 long
 // before its grace period (10 s) is over.
 func TestWaitEndsAtShutdown(t *testing.T) {
+	slow(t, "a waiting call ended by SIGTERM")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))

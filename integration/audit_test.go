@@ -121,6 +121,7 @@ func nextAudit(t *testing.T, path string, after int, what string, match func(aud
 // audit log, the server's debug log or a denial; and a reload writes a
 // policy line with both hashes and the change.
 func TestAuditLog(t *testing.T) {
+	slow(t, "the audit log for every kind of call")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, auditConfig))
@@ -250,6 +251,7 @@ func TestAuditLog(t *testing.T) {
 
 // TestAuditOff shows audit_log: off writes no audit log.
 func TestAuditOff(t *testing.T) {
+	slow(t, "audit_log: off")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := strings.Replace(serverConfig(t, dir, auditConfig), "mcp:\n", "mcp:\n  audit_log: \"off\"\n", 1)
@@ -267,6 +269,7 @@ func TestAuditOff(t *testing.T) {
 // TestAuditShutdownGrace shows a call answered during the shutdown grace
 // is audited: the writer outlives the hub.
 func TestAuditShutdownGrace(t *testing.T) {
+	slow(t, "auditing a call answered during the shutdown grace")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:

@@ -23,6 +23,7 @@ const batchRefusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message
 // legacy SSE message endpoint. The audit log, which records every call
 // that runs, shows none of them.
 func TestBatchesAreRefused(t *testing.T) {
+	slow(t, "JSON-RPC batches refused")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))

@@ -632,6 +632,7 @@ func reportOutputs(reps []attackReport) map[string]string {
 // bytes are unchanged, no output carries a secret, the binaries wraptool
 // starts are unchanged but still run, and the user's own files work.
 func TestConfinedToolCannotReachTheGate(t *testing.T) {
+	slow(t, "a confined tool against wraptool's files")
 	t.Parallel()
 	requireLandlock(t)
 	g := newGate(t, true)
@@ -727,6 +728,7 @@ func TestConfinedFolderSwapRace(t *testing.T) {
 // served), an on_request hook (for a filed request) and an upstream MCP
 // server (attacking before it serves).
 func TestConfinedHelpHookAndUpstreamCannotReachTheGate(t *testing.T) {
+	slow(t, "confinement of help runs, hooks and upstreams")
 	t.Parallel()
 	requireLandlock(t)
 	for _, tc := range []struct {
@@ -813,6 +815,7 @@ func healthz(t *testing.T, addr string) (int, []string) {
 // kernel cannot confine, naming the opt-out; off serves with a warning.
 // WRAPTOOL_TEST_NO_LANDLOCK makes wraptool see a kernel without Landlock.
 func TestConfinementSettingAndAKernelWithout(t *testing.T) {
+	slow(t, "mcp.confinement on a kernel without Landlock")
 	t.Parallel()
 	const cannot, optOut, offWarning = "cannot confine the processes wraptool starts", "mcp.confinement: off", `msg="confinement is off`
 	for _, tc := range []struct {
@@ -895,6 +898,7 @@ func TestConfinementSettingAndAKernelWithout(t *testing.T) {
 // did not start, cannot open its environ or mem; nor can a child it starts.
 // Root passes that check, so the server and the reader run as nobody.
 func TestWraptoolIsNotDumpable(t *testing.T) {
+	slow(t, "wraptool not being dumpable")
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {

@@ -85,6 +85,7 @@ func connectThrough(t *testing.T, cfg string, opts *mcp.ClientOptions, extra ...
 // structuredContent, and the list_changed a config edit causes, over TCP
 // with the MCP token and over the unix socket.
 func TestConnectGoSDK(t *testing.T) {
+	slow(t, "connect with the go-sdk stdio client")
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
@@ -144,6 +145,7 @@ func TestConnectGoSDK(t *testing.T) {
 // connect`: list, call, and exactly one list_changed after the test edits
 // the config.
 func TestConnectNodeClient(t *testing.T) {
+	slow(t, "connect with the TypeScript SDK stdio client")
 	t.Parallel()
 	node, nodeDir := nodeSetup(t)
 	dir := t.TempDir()
@@ -207,6 +209,7 @@ func TestConnectNodeClient(t *testing.T) {
 // then exits 1 naming the address and writes nothing on stdout, whether its
 // client keeps stdin open or has closed it (exit 1 still wins).
 func TestConnectWithoutAServer(t *testing.T) {
+	slow(t, "connect waiting for a server that never comes")
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
@@ -290,6 +293,7 @@ func listenAddress(t *testing.T, cfg string) string {
 // started again (the same). The new session and its list_changed come
 // within 5 s of the server answering again, as connect promises.
 func TestConnectSurvivesServerRestarts(t *testing.T) {
+	slow(t, "connect across server restarts")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPullWait))
@@ -355,6 +359,7 @@ func TestConnectSurvivesServerRestarts(t *testing.T) {
 // SIGTERM, connect ends its session on the server (DELETE, which the
 // server logs) and exits 0; stdout held only JSON-RPC lines.
 func TestConnectEndsItsSession(t *testing.T) {
+	slow(t, "connect ending its session")
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
@@ -468,6 +473,7 @@ func connectSessionID(t *testing.T, log string) string {
 // token, the stdio client is asked (elicitation/create through the bridge)
 // and its answer decides the request; with the MCP token it is never asked.
 func TestConnectElicitation(t *testing.T) {
+	slow(t, "elicitation through connect")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))

@@ -74,6 +74,7 @@ func gitRepos(t *testing.T, dir string) (remote, work string) {
 }
 
 func TestPsqlHelpFlagCannotTakeTheHost(t *testing.T) {
+	slow(t, "psql's -h help flag and the host")
 	t.Parallel()
 	s, connections := psqlServer(t, "psql", `
       - subcommand: []
@@ -140,6 +141,7 @@ func psqlServer(t *testing.T, toolsAndRules ...string) (*server, string) {
 // The README's pattern (a plain database name only) refuses both forms,
 // and a plain name still connects to the configured host.
 func TestPsqlConnectionStringNeedsAPattern(t *testing.T) {
+	slow(t, "psql connection strings needing a pattern")
 	t.Parallel()
 	s, connections := psqlServer(t, "psql", `
       - subcommand: []
@@ -188,6 +190,7 @@ func TestPsqlConnectionStringNeedsAPattern(t *testing.T) {
 }
 
 func TestGitShortFlagCannotSmuggleASubcommand(t *testing.T) {
+	slow(t, "a git short flag smuggling a subcommand")
 	t.Parallel()
 	gitBin := gitPath(t)
 	dir := t.TempDir()
@@ -227,6 +230,7 @@ func TestGitShortFlagCannotSmuggleASubcommand(t *testing.T) {
 }
 
 func TestGitPositionalPatterns(t *testing.T) {
+	slow(t, "git positional patterns")
 	t.Parallel()
 	gitBin := gitPath(t)
 	dir := t.TempDir()
@@ -294,6 +298,7 @@ func TestGitPositionalPatterns(t *testing.T) {
 }
 
 func TestDenialTextCannotBeForgedOverMCP(t *testing.T) {
+	slow(t, "forged denial text over MCP")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:
@@ -318,6 +323,7 @@ func TestDenialTextCannotBeForgedOverMCP(t *testing.T) {
 // A config, env file or token file others may change is refused at start,
 // by `config validate`, and on reload (the old policy stays).
 func TestFilesOthersControlAreRefused(t *testing.T) {
+	slow(t, "config, env and token files others can change")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, `  fake:
@@ -366,6 +372,7 @@ func TestFilesOthersControlAreRefused(t *testing.T) {
 // An empty PATH entry means the current directory, which the client chooses
 // with cwd: git would run a git-remote-evil from there for `git pull evil::x`.
 func TestEmptyPathEntryRunsNothingFromTheCwd(t *testing.T) {
+	slow(t, "an empty PATH entry and the cwd")
 	t.Parallel()
 	gitBin := gitPath(t)
 	dir := t.TempDir()
@@ -392,6 +399,7 @@ func TestEmptyPathEntryRunsNothingFromTheCwd(t *testing.T) {
 
 // A tool told where to write must not be able to rewrite the gate.
 func TestWraptoolsOwnFilesAreProtected(t *testing.T) {
+	slow(t, "a tool writing over wraptool's own files")
 	t.Parallel()
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "repo")
@@ -435,6 +443,7 @@ func TestWraptoolsOwnFilesAreProtected(t *testing.T) {
 // A grandchild that leaves the call's process group (setsid) is killed and
 // reaped once the call ends: wraptool is a child subreaper.
 func TestSetsidGrandchildDoesNotOutliveItsCall(t *testing.T) {
+	slow(t, "a setsid grandchild outliving its call")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:
@@ -470,6 +479,7 @@ func TestSetsidGrandchildDoesNotOutliveItsCall(t *testing.T) {
 // A client that announces a body and never sends it, without a token, gets
 // its 401 at once and loses the connection: it cannot hold one open.
 func TestUnauthenticatedConnectionIsNotHeld(t *testing.T) {
+	slow(t, "an unauthenticated connection held open")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, ""))
@@ -498,6 +508,7 @@ func TestUnauthenticatedConnectionIsNotHeld(t *testing.T) {
 
 // A denial quoting a 3 MiB flag name must not write megabytes to the log.
 func TestDenialLogIsBounded(t *testing.T) {
+	slow(t, "the log of a denial quoting a huge flag")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:
@@ -520,6 +531,7 @@ func TestDenialLogIsBounded(t *testing.T) {
 // The request log keeps < and > as written: JSON's HTML escaping made it
 // six times larger.
 func TestRequestLogKeepsHTMLCharacters(t *testing.T) {
+	slow(t, "HTML characters in the request log")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, ""))

@@ -94,6 +94,7 @@ func stopPromptly(t *testing.T, s *server, bound time.Duration) time.Duration {
 // runs, no list_changed), and a good config written afterwards is picked
 // up again.
 func TestFaultConfigBrokenKeepsOldPolicy(t *testing.T) {
+	slow(t, "a config broken four ways under a running server")
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -211,6 +212,7 @@ func TestFaultConfigBrokenKeepsOldPolicy(t *testing.T) {
 // (the audit log records, it does not gate). In every case SIGTERM stops
 // the server promptly with status 0.
 func TestFaultLogsUnwritable(t *testing.T) {
+	slow(t, "unwritable request and audit logs")
 	t.Parallel()
 	const tools = `  fake:
     binary: $FAKECLI
@@ -365,6 +367,7 @@ func readAuditBytes(path string) []byte {
 // to finish before it closes anything, so it cannot show a disconnect: the
 // test cuts the connections under it.)
 func TestFaultClientGoneMidCall(t *testing.T) {
+	slow(t, "a client gone mid-call")
 	t.Parallel()
 	tests := []struct {
 		how, endpoint string
@@ -488,6 +491,7 @@ func endSession(t *testing.T, s *server, id string) {
 // 0 within the 10 s grace plus headroom, every client's call in flight
 // ends, and no child outlives the server.
 func TestFaultSIGTERMUnderLoad(t *testing.T) {
+	slow(t, "SIGTERM under load")
 	t.Parallel()
 	const clients = 16
 	dir := t.TempDir()
@@ -561,6 +565,7 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 // 1 with an error, the config stays byte-identical with no temp file left
 // beside it, and the request stays pending.
 func TestFaultApplyWriteFails(t *testing.T) {
+	slow(t, "a failing --apply write")
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -662,6 +667,7 @@ var restartIn = regexp.MustCompile(`restart_in=(\S+)`)
 // delays, so a crash loop never becomes a busy loop. (The 60 s cap is
 // reached only after a minute; actors' unit tests show it.)
 func TestFaultUpstreamCrashLoop(t *testing.T) {
+	slow(t, "an upstream's crash loop and backoff")
 	t.Parallel()
 	falseBin, err := exec.LookPath("false")
 	if err != nil {

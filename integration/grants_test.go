@@ -150,6 +150,7 @@ func TestGrantOnce(t *testing.T) {
 // is denied from then on, whether or not a notification reached the client
 // by then; the expiry then sends a list_changed.
 func TestGrantFor(t *testing.T) {
+	slow(t, "approve --for and its deadline")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -188,6 +189,7 @@ func TestGrantFor(t *testing.T) {
 // TestGrantSurvivesRestart shows a timed grant in force again after the
 // server restarts: the first client of the new server sees and uses it.
 func TestGrantSurvivesRestart(t *testing.T) {
+	slow(t, "a timed grant across a restart")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -211,6 +213,7 @@ func TestGrantSurvivesRestart(t *testing.T) {
 // TestGrantRefusals shows what approve refuses: usage errors exit 2, a
 // grant that could not be merged exits 1 and leaves the request pending.
 func TestGrantRefusals(t *testing.T) {
+	slow(t, "what approve refuses")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -274,6 +277,7 @@ func denialOf(t *testing.T, c *mcpClient, tool string, args map[string]any) (cal
 // no change to the tools list; a grant for a while is voided by a change of
 // the config.
 func TestExactCallGrant(t *testing.T) {
+	slow(t, "exact-call requests and grants")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -345,6 +349,7 @@ func TestExactCallGrant(t *testing.T) {
 // no grant lifts: its request can be filed, but approving it for now is
 // refused.
 func TestExactCallNeverLiftsDenyRules(t *testing.T) {
+	slow(t, "exact calls and deny rules")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -359,6 +364,7 @@ func TestExactCallNeverLiftsDenyRules(t *testing.T) {
 
 // TestExactCallIDs shows the call_id's bounds: unknown ids are a tool error.
 func TestExactCallIDs(t *testing.T) {
+	slow(t, "call_id bounds")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))

@@ -27,6 +27,21 @@ import (
 // startTimeout bounds how long a server may take to answer /healthz.
 const startTimeout = 30 * time.Second
 
+// slow skips t under -short, the edit loop. -short keeps one end-to-end
+// test of the real binary per surface: TestServeSmoke and
+// TestServeListAndCall (serve and an MCP call), TestServeDenialText (a
+// denial), TestRequestToolRecordsAndDeduplicates (a request),
+// TestOperatorLoop and TestGrantOnce (deny, request, approve and the call
+// then running), TestServeReload (a reload), TestConfigValidate and
+// TestVersion (the CLI). Every other test calls slow, naming what it
+// covers, so the skip message says what the short run left out.
+func slow(t *testing.T, covers string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short skips " + covers + "; go test without -short runs it")
+	}
+}
+
 // server is a running `wraptool serve` started by startServer.
 type server struct {
 	Dir        string // the temp folder holding config.yaml, tokens, logs

@@ -18,6 +18,7 @@ import (
 // The hook's own output file is waited for, so the markers' absence is
 // checked after the hook has run, not before.
 func TestHookShellQuotesTheSummary(t *testing.T) {
+	slow(t, "a shell hook quoting the summary")
 	t.Parallel()
 	dir := t.TempDir()
 	// A folder of its own: a confined hook cannot create entries directly
@@ -60,6 +61,7 @@ func TestHookShellQuotesTheSummary(t *testing.T) {
 // argument forms that once handed the assistant's words to a program that
 // runs its arguments, naming the field and where the summary is instead.
 func TestHookSummaryPlaceholdersAreRefused(t *testing.T) {
+	slow(t, "refused hook summary placeholders")
 	t.Parallel()
 	cases := []struct {
 		name  string

@@ -96,6 +96,7 @@ func logLineWith(log string, parts ...string) string {
 // minimal environment, WRAPTOOL_REQUEST_ID, WRAPTOOL_SUMMARY and the desktop
 // variables.
 func TestHookRunsOncePerNewRequest(t *testing.T) {
+	slow(t, "mcp.on_request end to end")
 	t.Parallel()
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")
@@ -161,6 +162,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 // answers at once, and the hook is killed at 10 s and logged as a failure;
 // one still running when the server stops is killed without holding it up.
 func TestHookHangingIsKilled(t *testing.T) {
+	slow(t, "a hanging hook killed at its timeout")
 	t.Parallel()
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")

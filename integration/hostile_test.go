@@ -54,6 +54,7 @@ func expectStillServing(t *testing.T, s *server) {
 // loses the connection at the header deadline (10 s); meanwhile the server
 // serves everyone else.
 func TestHostileSlowHeaders(t *testing.T) {
+	slow(t, "slow headers and the header deadline")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -160,6 +161,7 @@ func (r *rawMCP) post(body []byte) (status int, hdr http.Header, answer string, 
 // Bodies that are not a JSON-RPC request each get an error, promptly, and
 // leave the server serving.
 func TestHostileMalformedJSONRPC(t *testing.T) {
+	slow(t, "malformed JSON-RPC bodies")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -235,6 +237,7 @@ func TestHostileMalformedJSONRPC(t *testing.T) {
 // subtle.ConstantTimeCompare; see webui/httpguard.BearerMatches), so a
 // guess's answer time says nothing about how close it was.
 func TestHostileTokenGuessing(t *testing.T) {
+	slow(t, "token guessing")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -338,6 +341,7 @@ func TestHostileTokenGuessing(t *testing.T) {
 // answered with a result (recorded, or a limit's tool error), never a
 // transport failure; the request log stays whole.
 func TestHostileRequestFlood(t *testing.T) {
+	slow(t, "a flood of capability requests")
 	t.Parallel()
 	const sessions, perSession = 64, 20
 	tests := []struct {

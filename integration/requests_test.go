@@ -199,6 +199,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 }
 
 func TestRequestToolPendingLimit(t *testing.T) {
+	slow(t, "the request tool's pending limit")
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "requests.jsonl")
@@ -249,6 +250,7 @@ func TestRequestToolPendingLimit(t *testing.T) {
 }
 
 func TestRequestLogConcurrentWriters(t *testing.T) {
+	slow(t, "concurrent request log writers")
 	t.Parallel()
 	const perWriter = 40
 	dir := t.TempDir()
@@ -339,6 +341,7 @@ func TestRequestLogConcurrentWriters(t *testing.T) {
 }
 
 func TestRequestLogTornLineRepaired(t *testing.T) {
+	slow(t, "a torn request log line repaired")
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "requests.jsonl")

@@ -147,6 +147,7 @@ func refused(t *testing.T, what string, status int, body string, tokens ...strin
 // reverse; each session goes on working with its own token; legacy SSE
 // sessions likewise.
 func TestSessionBelongsToItsToken(t *testing.T) {
+	slow(t, "sessions bound to their token")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -191,6 +192,7 @@ func TestSessionBelongsToItsToken(t *testing.T) {
 // on with the new main token (the rotated replacement of the same role),
 // and still not with the elicitation client's.
 func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
+	slow(t, "a session across its token's rotation")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -228,6 +230,7 @@ func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
 // files a request, and still nobody is asked (the main token's sessions
 // never are).
 func TestMainTokenSessionIsNeverAskedWhateverTheHeader(t *testing.T) {
+	slow(t, "a main-token session never asked to elicit")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))

@@ -63,6 +63,7 @@ func startWraptool(t *testing.T, env []string, args ...string) (stdout, stderr *
 // 8717, which another process may hold: the files are written before the
 // listener binds, so they are checked either way.
 func TestServeFirstRunScaffolds(t *testing.T) {
+	slow(t, "first-run scaffolding")
 	t.Parallel()
 	gitDir := t.TempDir()
 	fakeGit := filepath.Join(gitDir, "git")
@@ -122,6 +123,7 @@ func TestServeFirstRunScaffolds(t *testing.T) {
 
 // A second start never overwrites the config or the token.
 func TestServeNeverOverwritesConfigOrToken(t *testing.T) {
+	slow(t, "a second start keeping config and token")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, "")
@@ -145,6 +147,7 @@ func TestServeNeverOverwritesConfigOrToken(t *testing.T) {
 // claude lines for /mcp and /sse with the header, and mcpServers JSON for
 // both — then serves.
 func TestUpPrintsClientSetup(t *testing.T) {
+	slow(t, "up's client set-up")
 	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
@@ -224,6 +227,7 @@ func TestUpPrintsClientSetup(t *testing.T) {
 // derived from the admin token) and serve logs it; the admin token never
 // reaches the log.
 func TestUpPrintsTheReviewUI(t *testing.T) {
+	slow(t, "up printing the review UI")
 	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")

@@ -154,6 +154,7 @@ func waitTools(t *testing.T, s *server, c *mcpClient, want []string) {
 // arguments, results and protocol errors pass through as the upstream gave
 // them.
 func TestUpstreamFilterPrefixAndPassThrough(t *testing.T) {
+	slow(t, "upstream exposure rules and pass-through")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := serversConfig(t, dir, `  fake:
@@ -283,6 +284,7 @@ func asJSON(t *testing.T, v any) string {
 // cancellation reaching the upstream, and progress notes forwarded under
 // the client's own token.
 func TestUpstreamTimeoutCancellationAndProgress(t *testing.T) {
+	slow(t, "upstream timeouts, cancellation and progress")
 	t.Parallel()
 	dir := t.TempDir()
 	marksFile := filepath.Join(dir, "work", "marks")
@@ -384,6 +386,7 @@ func (s *server) connectWith(t *testing.T, client *mcp.Client, endpoint string) 
 // backoff (1s) it is restarted and its tools exposed again, on the same
 // client session.
 func TestUpstreamCrashAndRestart(t *testing.T) {
+	slow(t, "an upstream crash and restart")
 	t.Parallel()
 	dir := t.TempDir()
 	marksFile := filepath.Join(dir, "work", "marks")
@@ -431,6 +434,7 @@ func TestUpstreamCrashAndRestart(t *testing.T) {
 // client), a new tool the policy does not allow changes nothing, and a
 // removed one disappears.
 func TestUpstreamListChangedFollowed(t *testing.T) {
+	slow(t, "an upstream's list_changed followed")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
@@ -468,6 +472,7 @@ func TestUpstreamListChangedFollowed(t *testing.T) {
 // (applied without a restart), change one's start (restarted), and remove
 // one (stopped, its process gone), while the client's session stays.
 func TestUpstreamReload(t *testing.T) {
+	slow(t, "upstream reloads")
 	t.Parallel()
 	dir := t.TempDir()
 	a := `  fake:
@@ -539,6 +544,7 @@ func TestUpstreamReload(t *testing.T) {
 // TestUpstreamConcurrentClients has 16 clients call one upstream at once:
 // every reply reaches the call that made it.
 func TestUpstreamConcurrentClients(t *testing.T) {
+	slow(t, "16 clients on one upstream")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
@@ -578,6 +584,7 @@ func TestUpstreamConcurrentClients(t *testing.T) {
 // and working_dir applied to an upstream: nothing of wraptool's own
 // environment but PATH and HOME reaches it.
 func TestUpstreamEnvironmentAndWorkingDir(t *testing.T) {
+	slow(t, "an upstream's environment and working_dir")
 	t.Parallel()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
@@ -631,6 +638,7 @@ func TestUpstreamEnvironmentAndWorkingDir(t *testing.T) {
 // not held back past their first attempt, each failure is logged with its
 // cause, and retried with backoff.
 func TestUpstreamStartFailures(t *testing.T) {
+	slow(t, "upstreams that cannot start")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  missing:
@@ -662,6 +670,7 @@ func TestUpstreamStartFailures(t *testing.T) {
 // TestUpstreamShutdownStopsProcessGroups shows that stopping wraptool stops
 // each upstream's whole process group, children included.
 func TestUpstreamShutdownStopsProcessGroups(t *testing.T) {
+	slow(t, "stopping upstream process groups")
 	t.Parallel()
 	dir := t.TempDir()
 	marksFile := filepath.Join(dir, "work", "marks")
@@ -689,6 +698,7 @@ func TestUpstreamShutdownStopsProcessGroups(t *testing.T) {
 // echo works through wraptool, and every other tool it offers is neither
 // listed nor callable. It needs node (see nodeSetup) and skips without it.
 func TestUpstreamServerEverything(t *testing.T) {
+	slow(t, "the npm reference server as an upstream")
 	t.Parallel()
 	argv := everythingCommand(t)
 	dir := t.TempDir()
@@ -735,6 +745,7 @@ func TestUpstreamServerEverything(t *testing.T) {
 // 2026-07-28) are refused with a tool error, and the client behind wraptool,
 // ready to answer all of them, is never asked.
 func TestUpstreamCannotReachTheClient(t *testing.T) {
+	slow(t, "an upstream reaching the client")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
@@ -790,6 +801,7 @@ func eagerClient() (*mcp.Client, <-chan string) {
 // server-everything does not even offer the tools that would ask, though
 // the client behind wraptool supports them all.
 func TestUpstreamServerEverythingCannotReachTheClient(t *testing.T) {
+	slow(t, "a 2025-protocol upstream reaching the client")
 	t.Parallel()
 	argv := everythingCommand(t)
 	dir := t.TempDir()
@@ -838,6 +850,7 @@ func everythingEntry(argv []string, tools ...string) string {
 // An upstream runs under the rules of the config in force: a reload that
 // turns confinement on restarts it, though its entry is unchanged.
 func TestUpstreamRestartsWhenItsConfinementChanges(t *testing.T) {
+	slow(t, "an upstream restarted when confinement changes")
 	t.Parallel()
 	requireLandlock(t)
 	dir := t.TempDir()

@@ -207,6 +207,7 @@ func watchDecision(t *testing.T, s *server, id string) map[string]any {
 // server then honours. A request line that something else wrote into the
 // log cannot repaint the terminal. Ctrl-C ends it with status 0.
 func TestWatchInATerminal(t *testing.T) {
+	slow(t, "requests watch in a terminal")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -284,6 +285,7 @@ func TestWatchInATerminal(t *testing.T) {
 // one filed while it runs, also after the operator rotated the log (renamed
 // it away; the server starts a new one). SIGINT ends it with status 0.
 func TestWatchJSONFollowsTheLog(t *testing.T) {
+	slow(t, "requests watch --json following the log")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
