@@ -27,6 +27,11 @@ vet:
 test:
     go test -race ./...
 
+# The edit loop (under a minute): one end-to-end test per surface of the
+# real binary, the slowest scenarios skipped, each saying what it covers.
+test-short:
+    go test -short ./...
+
 # Run every fuzz target for `time` each (their seed corpora run in every go test).
 fuzz time="30s":
     for pkg in $(go list ./...); do \
