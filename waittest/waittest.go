@@ -3,7 +3,7 @@
 // server's answer) and another process's end.
 //
 // Every wait is bounded: it ends when its condition holds, when its time is
-// up, or when the test's context ends. A wait for an event that has a
+// up, or when the context it was given ends. A wait for an event that has a
 // channel selects on that channel instead; Poll.Wake joins the two.
 //
 // The helpers are safe to call from parallel tests; Until and Gone must be
@@ -33,7 +33,8 @@ type Poll struct {
 	// A wait consumes what it receives from Wake.
 	Wake <-chan struct{}
 	// Context ends the wait early with its error; nil means
-	// context.Background (Until uses the test's context).
+	// context.Background, so only the bound ends it (t.Context would be
+	// wrong: it is already done when a Cleanup function waits).
 	Context context.Context
 }
 
@@ -80,9 +81,6 @@ func (p Poll) Within(within time.Duration, cond func() error) error {
 // error, when within passes first.
 func (p Poll) Until(t testing.TB, within time.Duration, cond func() error) {
 	t.Helper()
-	if p.Context == nil {
-		p.Context = t.Context()
-	}
 	if err := p.Within(within, cond); err != nil {
 		t.Fatal(err)
 	}
