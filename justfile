@@ -27,6 +27,11 @@ vet:
 test:
     go test -race ./...
 
+# The edit loop (under a minute): one end-to-end test per surface of the
+# real binary, the slowest scenarios skipped, each saying what it covers.
+test-short:
+    go test -short ./...
+
 # Run every fuzz target for `time` each (their seed corpora run in every go test).
 fuzz time="30s":
     for pkg in $(go list ./...); do \
@@ -36,7 +41,7 @@ fuzz time="30s":
       done; \
     done
 
-# The one report issue 18 asks for, measured side by side in one run:
+# The one report behind the README's Performance figures, measured side by side in one run:
 # policy evaluation, config load of 500 × 10, the server's CPU and bytes per
 # call (from outside the process), p50/p99 against direct exec and a bare
 # go-sdk server, 16-client throughput, reload, the upstream bridge,

@@ -620,6 +620,9 @@ func TestUpstreamsFollowTheUpstreamsListChanged(t *testing.T) {
 // restarts a changed one (its withdrawal before the new upstream client's offer),
 // stops and withdraws a removed one, and starts a new one.
 func TestUpstreamsReconcile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: upstream reconcile starts and stops real upstream processes")
+	}
 	t.Parallel()
 	entry := func(name string, change func(s *config.MCPServer)) *config.MCPServer {
 		s := fakeServer(t, "-stderr-lines", "1")
@@ -706,6 +709,9 @@ func TestUpstreamsReconcile(t *testing.T) {
 // When its context ends, the supervisor stops every upstream with its
 // whole process group, and withdraws nothing (the registry stops too).
 func TestUpstreamsStopAllKillsTheProcessGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: stopping upstream process groups waits out their grace")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	servers := map[string]*config.MCPServer{}

@@ -68,6 +68,7 @@ func validateFails(t *testing.T, dir, name, cfg string, wants ...string) string 
 // a folder made world-writable while the server runs is caught just before
 // the next start, and the dropped program never runs.
 func TestAncestorSwapIsRefused(t *testing.T) {
+	slow(t, "another user swapping a folder above a tool's binary")
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: the swap is made by another user (uid 65534), which needs root to arrange")
@@ -138,6 +139,7 @@ func TestAncestorSwapIsRefused(t *testing.T) {
 // upstream's restart fails with the reason (and backs off), the hook's
 // failure is logged, and neither program runs.
 func TestUpstreamAndHookProgramsAreChecked(t *testing.T) {
+	slow(t, "the ownership check on upstream and hook programs")
 	t.Parallel()
 	dir := t.TempDir()
 	up := filepath.Join(dir, "up")

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // decisionBound is the rule that a decision ends a wait within 1 s, with
@@ -54,8 +55,9 @@ func callWaiting(ctx context.Context, c *mcpClient, args map[string]any, params 
 func pendingFor(t *testing.T, s *server, sub string) string {
 	t.Helper()
 	cli := operatorCLI(t, s)
-	deadline := time.Now().Add(eventTimeout)
-	for {
+	var id string
+	// Each check runs the CLI: a steady pace spares the shared machine.
+	waittest.Poll{Every: 50 * time.Millisecond}.Until(t, eventTimeout, func() error {
 		out, stderr, code := cli("requests", "list", "--json")
 		if code != 0 {
 			t.Fatalf("requests list --json: exit %d, %s", code, stderr)
@@ -66,14 +68,13 @@ func pendingFor(t *testing.T, s *server, sub string) string {
 				Subcommand []string
 			}
 			if line != "" && json.Unmarshal([]byte(line), &r) == nil && len(r.Subcommand) == 1 && r.Subcommand[0] == sub {
-				return r.ID
+				id = r.ID
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pending request for %q within %v:\n%s", sub, eventTimeout, s.Log())
-		}
-		time.Sleep(50 * time.Millisecond) // polling a file another process writes
-	}
+		return fmt.Errorf("no pending request for %q:\n%s", sub, s.Log())
+	})
+	return id
 }
 
 // outcomeWithin waits (bounded) for a waiting call's outcome.
@@ -121,6 +122,7 @@ func adminPost(t *testing.T, addr, token, path, body string) int {
 // it: the CLI approving once, the CLI denying with a reason, the admin API
 // approving for an hour. Each answer carries the decision and its text.
 func TestWaitEndsOnDecision(t *testing.T) {
+	slow(t, "a waiting request ending on each kind of decision")
 	t.Parallel()
 	dir := t.TempDir()
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -207,6 +209,7 @@ func TestWaitEndsOnDecision(t *testing.T) {
 // range is a tool error that records nothing; progress arrives every 5 s
 // for a call with a progress token.
 func TestWaitUnanswered(t *testing.T) {
+	slow(t, "an unanswered wait, wait_seconds bounds and progress")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -288,6 +291,7 @@ func TestWaitUnanswered(t *testing.T) {
 // A cancelled wait stops waiting and leaves the request pending; the
 // session's waiting slot is free again.
 func TestWaitCancelled(t *testing.T) {
+	slow(t, "a cancelled wait freeing its slot")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -413,6 +417,7 @@ func enumOf(t *testing.T, p *mcp.ElicitParams) []string {
 // main MCP token, is never asked; nor is anyone for a flag the help does
 // not list or a tool the config does not have.
 func TestElicitationGoSDK(t *testing.T) {
+	slow(t, "elicitation with the go-sdk client on both protocols")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -544,6 +549,7 @@ func TestElicitationGoSDK(t *testing.T) {
 // asked for by call_id on the elicitation token, and nobody is asked; the
 // request stays pending.
 func TestElicitationNeverAsksAboutAnExactCallsUnlistedFlag(t *testing.T) {
+	slow(t, "elicitation refusing an exact call's unlisted flag")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -591,7 +597,7 @@ func bounded(t *testing.T) context.Context {
 // assertDecidedBy checks the decision line of id in s's request log.
 func assertDecidedBy(t *testing.T, s *server, id, by, client string) {
 	t.Helper()
-	for _, obj := range logObjects(t, readLog(t, s.RequestLog)) {
+	for _, obj := range logObjects(t, readBytes(t, s.RequestLog)) {
 		var lineID, status, decidedBy, name string
 		json.Unmarshal(obj["id"], &lineID)
 		json.Unmarshal(obj["status"], &status)
@@ -612,26 +618,21 @@ func assertDecidedBy(t *testing.T, s *server, id, by, client string) {
 // client reaches the policy through the log watcher.
 func waitRuns(t *testing.T, s *server, c *mcpClient, tool string, args map[string]any) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		ran, text := runs(t, c, tool, args)
-		if ran {
-			return
+	// A list_changed says the grant came into force; without one, retry
+	// each second.
+	waittest.Poll{Every: time.Second, Wake: c.ListChanged}.Until(t, eventTimeout, func() error {
+		if ran, text := runs(t, c, tool, args); !ran {
+			return fmt.Errorf("%s never ran: %s\n%s", tool, text, s.Log())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never ran: %s\n%s", tool, text, s.Log())
-		}
-		select {
-		case <-c.ListChanged: // the grant came into force
-		case <-time.After(time.Second):
-		}
-	}
+		return nil
+	})
 }
 
 // Elicitation with the official TypeScript SDK client (which asks with
 // elicitation/create during the call): accept once runs the call once,
 // decline denies, and without the capability it is never asked.
 func TestElicitationNodeClient(t *testing.T) {
+	slow(t, "elicitation with the TypeScript SDK client")
 	t.Parallel()
 	node, ndir := nodeSetup(t)
 	dir := t.TempDir()
@@ -703,6 +704,7 @@ func TestElicitationNodeClient(t *testing.T) {
 // assistant's client, or by a client on an elicitation token) is a tool
 // error that records and decides nothing.
 func TestElicitationForgedAnswers(t *testing.T) {
+	slow(t, "forged elicitation answers")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -753,6 +755,7 @@ func TestElicitationForgedAnswers(t *testing.T) {
 // One session may have 10 pending requests it filed and 4 calls waiting; a
 // decision frees a pending slot, another session has its own.
 func TestSessionLimits(t *testing.T) {
+	slow(t, "the per-session pending and waiting limits")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -798,6 +801,7 @@ func TestSessionLimits(t *testing.T) {
 // the wait at once with the request still pending, and serve exits 0 long
 // before its grace period (10 s) is over.
 func TestWaitEndsAtShutdown(t *testing.T) {
+	slow(t, "a waiting call ended by SIGTERM")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))

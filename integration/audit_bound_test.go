@@ -66,6 +66,7 @@ func cutForm(prefix, original string) string {
 // cut with their length and hash, and a token-read line written before them
 // is still in the file after they were.
 func TestAuditLinesAreBounded(t *testing.T) {
+	slow(t, "audit lines bounded against huge client input")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, auditBoundConfig))
@@ -144,6 +145,7 @@ func TestAuditLinesAreBounded(t *testing.T) {
 // through a symlink, each as the resolved directory the child ran in; a
 // denial records where the call would have run.
 func TestAuditCwdIsResolved(t *testing.T) {
+	slow(t, "the audit line's resolved cwd")
 	t.Parallel()
 	dir := t.TempDir()
 	for _, d := range []string{"work", "real"} {
@@ -208,6 +210,7 @@ func TestAuditCwdIsResolved(t *testing.T) {
 // call that needs a flag of each names the one approved last and lists
 // both.
 func TestAuditNamesTheGrantTheCallUsed(t *testing.T) {
+	slow(t, "the audit line naming the grant a call used")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // auditConfig wraps the fake CLI with a redacted --token, a patterned
@@ -98,21 +99,20 @@ func waitAudit(t *testing.T, s *server, what string, match func(auditLine) bool)
 // line that must be new.
 func nextAudit(t *testing.T, path string, after int, what string, match func(auditLine) bool) auditLine {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
+	var found auditLine
+	waittest.Until(t, eventTimeout, func() error {
 		if lines := readAudit(t, path); len(lines) > after {
 			for _, l := range lines[after:] {
 				if match(l) {
-					return l
+					found = l
+					return nil
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			data, _ := os.ReadFile(path)
-			t.Fatalf("no new audit line for %s within %v:\n%s", what, eventTimeout, data)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a file another process writes
-	}
+		data, _ := os.ReadFile(path)
+		return fmt.Errorf("no new audit line for %s:\n%s", what, data)
+	})
+	return found
 }
 
 // TestAuditLog drives calls of every kind through a real server and reads
@@ -121,6 +121,7 @@ func nextAudit(t *testing.T, path string, after int, what string, match func(aud
 // audit log, the server's debug log or a denial; and a reload writes a
 // policy line with both hashes and the change.
 func TestAuditLog(t *testing.T) {
+	slow(t, "the audit log for every kind of call")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, auditConfig))
@@ -250,6 +251,7 @@ func TestAuditLog(t *testing.T) {
 
 // TestAuditOff shows audit_log: off writes no audit log.
 func TestAuditOff(t *testing.T) {
+	slow(t, "audit_log: off")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := strings.Replace(serverConfig(t, dir, auditConfig), "mcp:\n", "mcp:\n  audit_log: \"off\"\n", 1)
@@ -267,6 +269,7 @@ func TestAuditOff(t *testing.T) {
 // TestAuditShutdownGrace shows a call answered during the shutdown grace
 // is audited: the writer outlives the hub.
 func TestAuditShutdownGrace(t *testing.T) {
+	slow(t, "auditing a call answered during the shutdown grace")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:

@@ -2,11 +2,14 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // batchRefusal is the hub's answer to a JSON-RPC batch.
@@ -20,6 +23,7 @@ const batchRefusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message
 // legacy SSE message endpoint. The audit log, which records every call
 // that runs, shows none of them.
 func TestBatchesAreRefused(t *testing.T) {
+	slow(t, "JSON-RPC batches refused")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -63,10 +67,12 @@ func TestBatchesAreRefused(t *testing.T) {
 		t.Errorf("a single call after the batches = %d %q", status, body)
 	}
 	audit := filepath.Join(s.Dir, "audit.jsonl")
-	waitFor(t, eventTimeout, "the single call audited", func() bool {
-		data, _ := os.ReadFile(audit)
-		return bytes.Contains(data, []byte("after-marker"))
-	}, s.Log)
+	waittest.Until(t, eventTimeout, func() error {
+		if data, _ := os.ReadFile(audit); !bytes.Contains(data, []byte("after-marker")) {
+			return fmt.Errorf("the single call audited:\n%s", s.Log())
+		}
+		return nil
+	})
 	if data, _ := os.ReadFile(audit); bytes.Contains(data, []byte("batch-marker")) {
 		t.Errorf("a call in a refused batch ran:\n%s", data)
 	}

@@ -41,6 +41,7 @@ func chromiumPath(t *testing.T) string {
 // README's screenshots: with WRAPTOOL_UPDATE_SCREENSHOTS=1 they are written
 // to docs/, else to a temporary folder.
 func TestAdminUIInABrowser(t *testing.T) {
+	slow(t, "the review UI in a headless browser")
 	t.Parallel()
 	browser := chromiumPath(t)
 	dir := t.TempDir()

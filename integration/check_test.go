@@ -53,6 +53,7 @@ func checkSetup(t *testing.T) (dir string, env []string) {
 }
 
 func TestCheckRunsNothing(t *testing.T) {
+	slow(t, "check running nothing it judges")
 	t.Parallel()
 	dir, env := checkSetup(t)
 	cfg := filepath.Join(dir, "config.yaml")
@@ -88,6 +89,7 @@ func TestCheckRunsNothing(t *testing.T) {
 // same config and introspection cache: the denial text byte for byte, and
 // for an allowed line the argv the server's child was started with.
 func TestCheckAnswersAsTheServer(t *testing.T) {
+	slow(t, "check agreeing with a running server")
 	t.Parallel()
 	dir, env := checkSetup(t)
 	s := startServerIn(t, dir, "")

@@ -17,6 +17,7 @@ import (
 // brings exactly one), wraptool_discover lists the tool's subcommands, and
 // refusals leave the file byte for byte as it was.
 func TestConfigAddToARunningServer(t *testing.T) {
+	slow(t, "config add under a running server")
 	t.Parallel()
 	dir := t.TempDir()
 	texts := map[string]string{}

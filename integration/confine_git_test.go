@@ -102,6 +102,7 @@ func outcome(t *testing.T, res *mcp.CallToolResult) (denied bool, line string) {
 // front or the kernel refuses git's open (the symlink forms the check
 // cannot see).
 func TestConfinedGitCannotReachTheGate(t *testing.T) {
+	slow(t, "confined git against wraptool's files")
 	t.Parallel()
 	requireLandlock(t)
 	gitBin := gitPath(t)
@@ -333,6 +334,7 @@ func forgeTakesValue(t *testing.T, entry map[string]any) string {
 // refused by deny: [config]. And a corrupt entry (the operator's own
 // process may write one) leaves the help unknown to the operator's CLI.
 func TestConfinedGitCannotForgeTheCache(t *testing.T) {
+	slow(t, "git forging the introspection cache")
 	t.Parallel()
 	requireLandlock(t)
 	gitBin := gitPath(t)

@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // The kernel confines every process wraptool starts (wrapped tools,
@@ -86,19 +87,6 @@ func attackerBinary(t *testing.T) string {
 		t.Fatal(attackerErr)
 	}
 	return attackerPath
-}
-
-// waitFor polls cond (bounded) until it holds; state says what was seen
-// when it did not. The files and logs polled ring no bell.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool, state func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v\n%s", what, within, state())
-		}
-		time.Sleep(20 * time.Millisecond) // polling another process's files: no event to wait on
-	}
 }
 
 // gate is an operator's home folder with wraptool's files where wraptool
@@ -516,10 +504,12 @@ func reportsOf(t *testing.T, dir, mode string) []attackReport {
 // waitReports waits (bounded) for n reports of mode and returns them.
 func waitReports(t *testing.T, s *server, dir, mode string, n int) []attackReport {
 	t.Helper()
-	waitFor(t, eventTimeout, "the attacker's "+mode+" report", func() bool {
-		names, _ := filepath.Glob(filepath.Join(dir, mode+"-*.json"))
-		return len(names) >= n
-	}, s.Log)
+	waittest.Until(t, eventTimeout, func() error {
+		if names, _ := filepath.Glob(filepath.Join(dir, mode+"-*.json")); len(names) < n {
+			return fmt.Errorf("the attacker's %s report: %d of %d\n%s", mode, len(names), n, s.Log())
+		}
+		return nil
+	})
 	return reportsOf(t, dir, mode)
 }
 
@@ -642,6 +632,7 @@ func reportOutputs(reps []attackReport) map[string]string {
 // bytes are unchanged, no output carries a secret, the binaries wraptool
 // starts are unchanged but still run, and the user's own files work.
 func TestConfinedToolCannotReachTheGate(t *testing.T) {
+	slow(t, "a confined tool against wraptool's files")
 	t.Parallel()
 	requireLandlock(t)
 	g := newGate(t, true)
@@ -737,6 +728,7 @@ func TestConfinedFolderSwapRace(t *testing.T) {
 // served), an on_request hook (for a filed request) and an upstream MCP
 // server (attacking before it serves).
 func TestConfinedHelpHookAndUpstreamCannotReachTheGate(t *testing.T) {
+	slow(t, "confinement of help runs, hooks and upstreams")
 	t.Parallel()
 	requireLandlock(t)
 	for _, tc := range []struct {
@@ -823,6 +815,7 @@ func healthz(t *testing.T, addr string) (int, []string) {
 // kernel cannot confine, naming the opt-out; off serves with a warning.
 // WRAPTOOL_TEST_NO_LANDLOCK makes wraptool see a kernel without Landlock.
 func TestConfinementSettingAndAKernelWithout(t *testing.T) {
+	slow(t, "mcp.confinement on a kernel without Landlock")
 	t.Parallel()
 	const cannot, optOut, offWarning = "cannot confine the processes wraptool starts", "mcp.confinement: off", `msg="confinement is off`
 	for _, tc := range []struct {
@@ -905,6 +898,7 @@ func TestConfinementSettingAndAKernelWithout(t *testing.T) {
 // did not start, cannot open its environ or mem; nor can a child it starts.
 // Root passes that check, so the server and the reader run as nobody.
 func TestWraptoolIsNotDumpable(t *testing.T) {
+	slow(t, "wraptool not being dumpable")
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
@@ -960,14 +954,17 @@ func TestWraptoolIsNotDumpable(t *testing.T) {
 	}
 	go func() { s.exitErr = cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() { s.stop(t) })
-	waitFor(t, startTimeout, "wraptool serving as uid 65534", func() bool {
+	waittest.Until(t, startTimeout, func() error {
 		select {
 		case <-s.exited:
 			t.Fatalf("wraptool exited during start-up (%v):\n%s", s.exitErr, s.Log())
 		default:
 		}
-		return strings.Contains(s.Log(), `msg="serving MCP"`)
-	}, s.Log)
+		if log := s.Log(); !strings.Contains(log, `msg="serving MCP"`) {
+			return fmt.Errorf("wraptool serving as uid 65534:\n%s", log)
+		}
+		return nil
+	})
 	s.URL = "http://" + s.stderr.find(`msg="serving MCP"`, "address=")
 	token, err := os.ReadFile(filepath.Join(dir, "mcp-token"))
 	if err != nil {

@@ -85,6 +85,7 @@ func connectThrough(t *testing.T, cfg string, opts *mcp.ClientOptions, extra ...
 // structuredContent, and the list_changed a config edit causes, over TCP
 // with the MCP token and over the unix socket.
 func TestConnectGoSDK(t *testing.T) {
+	slow(t, "connect with the go-sdk stdio client")
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
@@ -127,7 +128,7 @@ func TestConnectGoSDK(t *testing.T) {
 			}
 			text := toolsettest.ResultText(t, c.Call(t, "fake_pull", map[string]any{"rebase": true}))
 			if !strings.HasPrefix(text, "DENIED: 'fake pull --rebase' is not permitted.") {
-				t.Errorf("denial text %q, want the contract's DENIED text", text)
+				t.Errorf("denial text %q, want the DENIED text", text)
 			}
 
 			writeInPlace(t, s.ConfigPath, withTools(cfg, toolsPullPush))
@@ -144,6 +145,7 @@ func TestConnectGoSDK(t *testing.T) {
 // connect`: list, call, and exactly one list_changed after the test edits
 // the config.
 func TestConnectNodeClient(t *testing.T) {
+	slow(t, "connect with the TypeScript SDK stdio client")
 	t.Parallel()
 	node, nodeDir := nodeSetup(t)
 	dir := t.TempDir()
@@ -207,6 +209,7 @@ func TestConnectNodeClient(t *testing.T) {
 // then exits 1 naming the address and writes nothing on stdout, whether its
 // client keeps stdin open or has closed it (exit 1 still wins).
 func TestConnectWithoutAServer(t *testing.T) {
+	slow(t, "connect waiting for a server that never comes")
 	t.Parallel()
 	for _, tc := range []struct {
 		name      string
@@ -259,7 +262,7 @@ func TestConnectWithoutAServer(t *testing.T) {
 				t.Errorf("exit %v, want status 1", err)
 			}
 			if took < connectStart {
-				t.Errorf("gave up after %v, want after the contract's %v", took, connectStart)
+				t.Errorf("gave up after %v, want after connect's %v", took, connectStart)
 			}
 			if !strings.Contains(stderr.String(), addr) || !strings.Contains(stderr.String(), "no wraptool server answers") {
 				t.Errorf("stderr %q, want it to say no server answers at %s", stderr.String(), addr)
@@ -288,8 +291,9 @@ func listenAddress(t *testing.T, cfg string) string {
 // (the call gets a JSON-RPC error), started again on the same config and
 // port (one list_changed, calls work), then stopped with SIGTERM and
 // started again (the same). The new session and its list_changed come
-// within the contract's 5 s of the server answering again.
+// within 5 s of the server answering again, as connect promises.
 func TestConnectSurvivesServerRestarts(t *testing.T) {
+	slow(t, "connect across server restarts")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPullWait))
@@ -355,6 +359,7 @@ func TestConnectSurvivesServerRestarts(t *testing.T) {
 // SIGTERM, connect ends its session on the server (DELETE, which the
 // server logs) and exits 0; stdout held only JSON-RPC lines.
 func TestConnectEndsItsSession(t *testing.T) {
+	slow(t, "connect ending its session")
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
@@ -468,6 +473,7 @@ func connectSessionID(t *testing.T, log string) string {
 // token, the stdio client is asked (elicitation/create through the bridge)
 // and its answer decides the request; with the MCP token it is never asked.
 func TestConnectElicitation(t *testing.T) {
+	slow(t, "elicitation through connect")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))

@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // The escapes an attack review found in the built binary, replayed against
 // it with the real tools where the machine has them. Each failed before its
-// fix (see the issue's closing note for how that was checked).
+// fix: reverting the fix makes its test fail.
 
 // gitPath is the machine's git, or the test is skipped (CI installs git, and
 // there a missing git fails instead).
@@ -73,6 +74,7 @@ func gitRepos(t *testing.T, dir string) (remote, work string) {
 }
 
 func TestPsqlHelpFlagCannotTakeTheHost(t *testing.T) {
+	slow(t, "psql's -h help flag and the host")
 	t.Parallel()
 	s, connections := psqlServer(t, "psql", `
       - subcommand: []
@@ -139,6 +141,7 @@ func psqlServer(t *testing.T, toolsAndRules ...string) (*server, string) {
 // The README's pattern (a plain database name only) refuses both forms,
 // and a plain name still connects to the configured host.
 func TestPsqlConnectionStringNeedsAPattern(t *testing.T) {
+	slow(t, "psql connection strings needing a pattern")
 	t.Parallel()
 	s, connections := psqlServer(t, "psql", `
       - subcommand: []
@@ -187,6 +190,7 @@ func TestPsqlConnectionStringNeedsAPattern(t *testing.T) {
 }
 
 func TestGitShortFlagCannotSmuggleASubcommand(t *testing.T) {
+	slow(t, "a git short flag smuggling a subcommand")
 	t.Parallel()
 	gitBin := gitPath(t)
 	dir := t.TempDir()
@@ -226,6 +230,7 @@ func TestGitShortFlagCannotSmuggleASubcommand(t *testing.T) {
 }
 
 func TestGitPositionalPatterns(t *testing.T) {
+	slow(t, "git positional patterns")
 	t.Parallel()
 	gitBin := gitPath(t)
 	dir := t.TempDir()
@@ -293,6 +298,7 @@ func TestGitPositionalPatterns(t *testing.T) {
 }
 
 func TestDenialTextCannotBeForgedOverMCP(t *testing.T) {
+	slow(t, "forged denial text over MCP")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:
@@ -317,6 +323,7 @@ func TestDenialTextCannotBeForgedOverMCP(t *testing.T) {
 // A config, env file or token file others may change is refused at start,
 // by `config validate`, and on reload (the old policy stays).
 func TestFilesOthersControlAreRefused(t *testing.T) {
+	slow(t, "config, env and token files others can change")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, `  fake:
@@ -365,6 +372,7 @@ func TestFilesOthersControlAreRefused(t *testing.T) {
 // An empty PATH entry means the current directory, which the client chooses
 // with cwd: git would run a git-remote-evil from there for `git pull evil::x`.
 func TestEmptyPathEntryRunsNothingFromTheCwd(t *testing.T) {
+	slow(t, "an empty PATH entry and the cwd")
 	t.Parallel()
 	gitBin := gitPath(t)
 	dir := t.TempDir()
@@ -391,6 +399,7 @@ func TestEmptyPathEntryRunsNothingFromTheCwd(t *testing.T) {
 
 // A tool told where to write must not be able to rewrite the gate.
 func TestWraptoolsOwnFilesAreProtected(t *testing.T) {
+	slow(t, "a tool writing over wraptool's own files")
 	t.Parallel()
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "repo")
@@ -434,6 +443,7 @@ func TestWraptoolsOwnFilesAreProtected(t *testing.T) {
 // A grandchild that leaves the call's process group (setsid) is killed and
 // reaped once the call ends: wraptool is a child subreaper.
 func TestSetsidGrandchildDoesNotOutliveItsCall(t *testing.T) {
+	slow(t, "a setsid grandchild outliving its call")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:
@@ -455,19 +465,21 @@ func TestSetsidGrandchildDoesNotOutliveItsCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(eventTimeout)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("grandchild %d still runs %v after its call ended:\n%s", pid, eventTimeout, s.Log())
+	if err := waittest.Within(eventTimeout, func() error {
+		if syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("grandchild %d still runs after its call ended:\n%s", pid, s.Log())
 		}
-		time.Sleep(10 * time.Millisecond) // polling the process table: no event to wait on
+		return nil
+	}); err != nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatal(err)
 	}
 }
 
 // A client that announces a body and never sends it, without a token, gets
 // its 401 at once and loses the connection: it cannot hold one open.
 func TestUnauthenticatedConnectionIsNotHeld(t *testing.T) {
+	slow(t, "an unauthenticated connection held open")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, ""))
@@ -496,6 +508,7 @@ func TestUnauthenticatedConnectionIsNotHeld(t *testing.T) {
 
 // A denial quoting a 3 MiB flag name must not write megabytes to the log.
 func TestDenialLogIsBounded(t *testing.T) {
+	slow(t, "the log of a denial quoting a huge flag")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, `  fake:
@@ -518,12 +531,13 @@ func TestDenialLogIsBounded(t *testing.T) {
 // The request log keeps < and > as written: JSON's HTML escaping made it
 // six times larger.
 func TestRequestLogKeepsHTMLCharacters(t *testing.T) {
+	slow(t, "HTML characters in the request log")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, ""))
 	c := s.Connect(t, "/mcp")
 	request(t, c, askFor("git", []string{"push"}, nil, "<script>alert(1)</script> & more", ""))
-	if data := readLog(t, s.RequestLog); !strings.Contains(string(data), `"<script>alert(1)</script> & more"`) {
+	if data := readBytes(t, s.RequestLog); !strings.Contains(string(data), `"<script>alert(1)</script> & more"`) {
 		t.Errorf("request log:\n%s", data)
 	}
 }

@@ -1,9 +1,9 @@
 package integration
 
-// Fault tests (issue 18): the files, clients, signals and upstreams a
-// running server depends on fail under it, and each test checks the
-// contract's answer: the old policy stays, errors name the file, nothing
-// is half-written, processes are reaped and stops stay prompt.
+// Fault tests: the files, clients, signals and upstreams a running server
+// depends on fail under it, and each test checks the documented answer:
+// the old policy stays, errors name the file, nothing is half-written,
+// processes are reaped and stops stay prompt.
 
 import (
 	"bytes"
@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // stopBound is how long a server may take to exit after SIGTERM: the 10 s
@@ -47,21 +48,22 @@ func skipIfRoot(t *testing.T) {
 // reaped. A zombie still there at the deadline fails the test as one.
 func waitReaped(t *testing.T, s *server, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		ppid, state := procState(pid)
-		if ppid == 0 {
-			return
+	var ppid int
+	var state string
+	err := waittest.Within(eventTimeout, func() error {
+		if ppid, state = waittest.State(pid); ppid != 0 {
+			return fmt.Errorf("process %d (state %s, parent %d) is still there after its call ended:\n%s", pid, state, ppid, s.Log())
 		}
-		if time.Now().After(deadline) {
-			if state == "Z" {
-				t.Fatalf("process %d is a zombie (parent %d) %v after its call ended:\n%s", pid, ppid, eventTimeout, s.Log())
-			}
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d (state %s) still runs %v after its call ended:\n%s", pid, state, eventTimeout, s.Log())
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc: no event for another process's end
+		return nil
+	})
+	if err == nil {
+		return
 	}
+	if state == "Z" {
+		t.Fatalf("process %d is a zombie (parent %d) %v after its call ended:\n%s", pid, ppid, eventTimeout, s.Log())
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("process %d (state %s) still runs %v after its call ended:\n%s", pid, state, eventTimeout, s.Log())
 }
 
 // expectTools fails unless c's wrapped tools are want.
@@ -92,6 +94,7 @@ func stopPromptly(t *testing.T, s *server, bound time.Duration) time.Duration {
 // runs, no list_changed), and a good config written afterwards is picked
 // up again.
 func TestFaultConfigBrokenKeepsOldPolicy(t *testing.T) {
+	slow(t, "a config broken four ways under a running server")
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -209,6 +212,7 @@ func TestFaultConfigBrokenKeepsOldPolicy(t *testing.T) {
 // (the audit log records, it does not gate). In every case SIGTERM stops
 // the server promptly with status 0.
 func TestFaultLogsUnwritable(t *testing.T) {
+	slow(t, "unwritable request and audit logs")
 	t.Parallel()
 	const tools = `  fake:
     binary: $FAKECLI
@@ -282,13 +286,12 @@ func TestFaultLogsUnwritable(t *testing.T) {
 			t.Fatalf("fake_pull: %s", toolsettest.ResultText(t, res))
 		}
 		// The first call's line is in: take the lock, as a stuck writer would.
-		deadline := time.Now().Add(eventTimeout)
-		for len(readAuditBytes(audit)) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("no audit line after %v:\n%s", eventTimeout, s.Log())
+		waittest.Until(t, eventTimeout, func() error {
+			if len(readAuditBytes(audit)) == 0 {
+				return fmt.Errorf("no audit line:\n%s", s.Log())
 			}
-			time.Sleep(10 * time.Millisecond) // polling the file: no event to wait on
-		}
+			return nil
+		})
 		holdLock(t, audit)
 		before := readAuditBytes(audit)
 		start := time.Now()
@@ -338,17 +341,13 @@ func holdLock(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return
+	// flock has no timed wait: try without blocking until the bound.
+	waittest.Until(t, eventTimeout, func() error {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return fmt.Errorf("hold the lock on %s: %w", path, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hold the lock on %s: %v", path, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the lock: flock has no timed wait
-	}
+		return nil
+	})
 }
 
 // readAuditBytes is the file's bytes, nil when it cannot be read.
@@ -368,6 +367,7 @@ func readAuditBytes(path string) []byte {
 // to finish before it closes anything, so it cannot show a disconnect: the
 // test cuts the connections under it.)
 func TestFaultClientGoneMidCall(t *testing.T) {
+	slow(t, "a client gone mid-call")
 	t.Parallel()
 	tests := []struct {
 		how, endpoint string
@@ -491,6 +491,7 @@ func endSession(t *testing.T, s *server, id string) {
 // 0 within the 10 s grace plus headroom, every client's call in flight
 // ends, and no child outlives the server.
 func TestFaultSIGTERMUnderLoad(t *testing.T) {
+	slow(t, "SIGTERM under load")
 	t.Parallel()
 	const clients = 16
 	dir := t.TempDir()
@@ -527,13 +528,12 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 		}()
 	}
 	// Every client has had calls answered: the server is under load.
-	deadline := time.Now().Add(eventTimeout)
-	for calls.Load() < 2*clients {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d calls answered after %v:\n%s", calls.Load(), eventTimeout, s.Log())
+	waittest.Until(t, eventTimeout, func() error {
+		if n := calls.Load(); n < 2*clients {
+			return fmt.Errorf("only %d calls answered:\n%s", n, s.Log())
 		}
-		time.Sleep(10 * time.Millisecond) // polling a counter: no event to wait on
-	}
+		return nil
+	})
 	took := stopPromptly(t, s, stopBound)
 	t.Logf("%d calls answered; stopped under load of %d clients in %v", calls.Load(), clients, took)
 
@@ -551,8 +551,8 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && string(cmdline) == fakecli+"\x00sleep\x00300ms\x00" {
-			if _, state := procState(pid); state != "Z" {
+		if waittest.Cmdline(pid) == fakecli+"\x00sleep\x00300ms\x00" {
+			if _, state := waittest.State(pid); state != "Z" {
 				t.Errorf("fakecli sleep (pid %d) outlived the server", pid)
 			}
 		}
@@ -565,6 +565,7 @@ func TestFaultSIGTERMUnderLoad(t *testing.T) {
 // 1 with an error, the config stays byte-identical with no temp file left
 // beside it, and the request stays pending.
 func TestFaultApplyWriteFails(t *testing.T) {
+	slow(t, "a failing --apply write")
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -666,6 +667,7 @@ var restartIn = regexp.MustCompile(`restart_in=(\S+)`)
 // delays, so a crash loop never becomes a busy loop. (The 60 s cap is
 // reached only after a minute; actors' unit tests show it.)
 func TestFaultUpstreamCrashLoop(t *testing.T) {
+	slow(t, "an upstream's crash loop and backoff")
 	t.Parallel()
 	falseBin, err := exec.LookPath("false")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // grantConfig wraps the fake CLI with one narrow rule and a deny rule.
@@ -78,13 +80,15 @@ func listJSON(t *testing.T, cli func(...string) (string, string, int), id string
 // nothing, so retrying is safe.
 func runsOnceInForce(t *testing.T, c *mcpClient, tool string, args map[string]any) (ran bool, text string) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		if ran, text = runs(t, c, tool, args); ran || time.Now().After(deadline) {
-			return ran, text
+	// An exact grant rings no bell: poll the server; on timeout the last
+	// answer is returned for the caller to judge.
+	waittest.Within(eventTimeout, func() error {
+		if ran, text = runs(t, c, tool, args); !ran {
+			return errors.New(text)
 		}
-		time.Sleep(20 * time.Millisecond) // polling the server: an exact grant rings no bell
-	}
+		return nil
+	})
+	return ran, text
 }
 
 func runs(t *testing.T, c *mcpClient, tool string, args map[string]any) (ran bool, text string) {
@@ -146,6 +150,7 @@ func TestGrantOnce(t *testing.T) {
 // is denied from then on, whether or not a notification reached the client
 // by then; the expiry then sends a list_changed.
 func TestGrantFor(t *testing.T) {
+	slow(t, "approve --for and its deadline")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -184,6 +189,7 @@ func TestGrantFor(t *testing.T) {
 // TestGrantSurvivesRestart shows a timed grant in force again after the
 // server restarts: the first client of the new server sees and uses it.
 func TestGrantSurvivesRestart(t *testing.T) {
+	slow(t, "a timed grant across a restart")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -207,6 +213,7 @@ func TestGrantSurvivesRestart(t *testing.T) {
 // TestGrantRefusals shows what approve refuses: usage errors exit 2, a
 // grant that could not be merged exits 1 and leaves the request pending.
 func TestGrantRefusals(t *testing.T) {
+	slow(t, "what approve refuses")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -270,6 +277,7 @@ func denialOf(t *testing.T, c *mcpClient, tool string, args map[string]any) (cal
 // no change to the tools list; a grant for a while is voided by a change of
 // the config.
 func TestExactCallGrant(t *testing.T) {
+	slow(t, "exact-call requests and grants")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -341,6 +349,7 @@ func TestExactCallGrant(t *testing.T) {
 // no grant lifts: its request can be filed, but approving it for now is
 // refused.
 func TestExactCallNeverLiftsDenyRules(t *testing.T) {
+	slow(t, "exact calls and deny rules")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -355,6 +364,7 @@ func TestExactCallNeverLiftsDenyRules(t *testing.T) {
 
 // TestExactCallIDs shows the call_id's bounds: unknown ids are a tool error.
 func TestExactCallIDs(t *testing.T) {
+	slow(t, "call_id bounds")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -367,6 +377,7 @@ func TestExactCallIDs(t *testing.T) {
 	}
 }
 
+// readBytes is the file's bytes; a file that cannot be read fails t.
 func readBytes(t *testing.T, path string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(path)

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,10 +21,26 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // startTimeout bounds how long a server may take to answer /healthz.
 const startTimeout = 30 * time.Second
+
+// slow skips t under -short, the edit loop. -short keeps one end-to-end
+// test of the real binary per surface: TestServeSmoke and
+// TestServeListAndCall (serve and an MCP call), TestServeDenialText (a
+// denial), TestRequestToolRecordsAndDeduplicates (a request),
+// TestOperatorLoop and TestGrantOnce (deny, request, approve and the call
+// then running), TestServeReload (a reload), TestConfigValidate and
+// TestVersion (the CLI). Every other test calls slow, naming what it
+// covers, so the skip message says what the short run left out.
+func slow(t *testing.T, covers string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short skips " + covers + "; go test without -short runs it")
+	}
+}
 
 // server is a running `wraptool serve` started by startServer.
 type server struct {
@@ -86,26 +100,22 @@ func startServerIn(t *testing.T, dir, cfg string, env ...string) *server {
 	go func() { s.exitErr = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() { s.stop(t) })
 
-	deadline := time.Now().Add(startTimeout)
-	for {
+	waittest.Until(t, startTimeout, func() error {
 		if addr := s.stderr.find(`msg="serving MCP"`, "address="); addr != "" {
 			if strings.HasPrefix(addr, "/") {
 				s.Socket = addr
 			} else {
 				s.URL = "http://" + addr
 			}
-			break
+			return nil
 		}
 		select {
 		case <-s.exited:
 			t.Fatalf("wraptool serve exited during start-up (%v):\n%s", s.exitErr, s.stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wraptool serve did not start within %v:\n%s", startTimeout, s.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling the log: no event to wait on
-	}
+		return fmt.Errorf("wraptool serve did not start:\n%s", s.stderr.String())
+	})
 	if slices.Contains(args, "debug") {
 		// The watcher's first ring after its watches are in place: from
 		// here on every edit the test makes is seen.
@@ -165,17 +175,14 @@ func (s *server) Log() string { return s.stderr.String() }
 // substr, and returns the log.
 func (s *server) WaitLog(t *testing.T, substr string, n int, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		log := s.stderr.String()
-		if strings.Count(log, substr) >= n {
-			return log
+	var log string
+	waittest.Until(t, within, func() error {
+		if log = s.stderr.String(); strings.Count(log, substr) < n {
+			return fmt.Errorf("server log has %d lines with %q, want %d:\n%s", strings.Count(log, substr), substr, n, log)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server log has %d lines with %q after %v, want %d:\n%s", strings.Count(log, substr), substr, within, n, log)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the log: no event to wait on
-	}
+		return nil
+	})
+	return log
 }
 
 // HTTPClient returns a client for the server: plain for TCP, dialing the
@@ -203,21 +210,17 @@ func (s *server) BaseURL() string {
 
 func waitHealthy(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	for {
+	waittest.Until(t, startTimeout, func() error {
 		resp, err := http.Get(url + "/healthz")
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == 200 && healthzOK(string(body)) {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/healthz did not answer ok within %v (last error %v)", url, startTimeout, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the endpoint: no event to wait on
-	}
+		return fmt.Errorf("%s/healthz did not answer ok (last error %v)", url, err)
+	})
 }
 
 // freePort asks the kernel for a free loopback port. Another process could
@@ -453,56 +456,17 @@ func structured(t *testing.T, res *mcp.CallToolResult, v any) {
 func waitChild(t *testing.T, s *server, argv ...string) int {
 	t.Helper()
 	want := strings.Join(argv, "\x00") + "\x00"
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		for _, pid := range childrenPIDs(s.PID()) {
-			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if err == nil && string(cmdline) == want {
-				return pid
+	var found int
+	waittest.Until(t, eventTimeout, func() error {
+		for _, pid := range waittest.Children(s.PID()) {
+			if waittest.Cmdline(pid) == want {
+				found = pid
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no child of the server runs %q after %v:\n%s", argv, eventTimeout, s.Log())
-		}
-		time.Sleep(10 * time.Millisecond) // polling /proc: no event to wait on
-	}
-}
-
-// childrenPIDs lists the processes whose parent is pid, zombies included.
-func childrenPIDs(pid int) []int {
-	var kids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err == nil {
-			if ppid, _ := procState(child); ppid == pid {
-				kids = append(kids, child)
-			}
-		}
-	}
-	return kids
-}
-
-// procStat is the fields of /proc/PID/stat after the command name (which
-// may hold spaces, so the cut is at the last ')'): state, ppid, …; nil
-// when the process no longer exists.
-func procStat(pid int) []string {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-}
-
-// procState reads pid's parent and state letter from /proc; ppid is 0 when
-// the process no longer exists (reaped).
-func procState(pid int) (ppid int, state string) {
-	fields := procStat(pid)
-	if len(fields) < 2 {
-		return 0, ""
-	}
-	ppid, _ = strconv.Atoi(fields[1])
-	return ppid, fields[0]
+		return fmt.Errorf("no child of the server runs %q:\n%s", argv, s.Log())
+	})
+	return found
 }
 
 // healthzOK reports whether a /healthz body says the server is up: "ok",

@@ -2,11 +2,14 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // TestHookShellQuotesTheSummary shows a shell hook, allowed now that no
@@ -15,6 +18,7 @@ import (
 // The hook's own output file is waited for, so the markers' absence is
 // checked after the hook has run, not before.
 func TestHookShellQuotesTheSummary(t *testing.T) {
+	slow(t, "a shell hook quoting the summary")
 	t.Parallel()
 	dir := t.TempDir()
 	// A folder of its own: a confined hook cannot create entries directly
@@ -34,10 +38,12 @@ func TestHookShellQuotesTheSummary(t *testing.T) {
 
 	rationale := "rebased; $(touch " + pwned + ") and `touch " + pwned2 + "` \"quoted\" 'single'"
 	request(t, c, askFor("fake", []string{"push"}, []string{"--force"}, rationale, ""))
-	waitFor(t, eventTimeout, "the hook's output "+out, func() bool {
-		_, err := os.Stat(out)
-		return err == nil
-	}, s.Log)
+	waittest.Until(t, eventTimeout, func() error {
+		if _, err := os.Stat(out); err != nil {
+			return fmt.Errorf("the hook's output %s: %v\n%s", out, err, s.Log())
+		}
+		return nil
+	})
 	s.WaitLog(t, `msg="on_request hook ran"`, 1, eventTimeout)
 
 	want := "fake push --force: " + rationale
@@ -55,6 +61,7 @@ func TestHookShellQuotesTheSummary(t *testing.T) {
 // argument forms that once handed the assistant's words to a program that
 // runs its arguments, naming the field and where the summary is instead.
 func TestHookSummaryPlaceholdersAreRefused(t *testing.T) {
+	slow(t, "refused hook summary placeholders")
 	t.Parallel()
 	cases := []struct {
 		name  string

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // hookRecord is what fakecli's record mode writes: what the hook got.
@@ -57,19 +60,19 @@ func hookRecords(t *testing.T, dir string) []hookRecord {
 // record whose argv holds id appears, and returns it with all records.
 func waitHookRecord(t *testing.T, s *server, dir, id string) (hookRecord, []hookRecord) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		all := hookRecords(t, dir)
+	var found hookRecord
+	var all []hookRecord
+	waittest.Until(t, eventTimeout, func() error {
+		all = hookRecords(t, dir)
 		for _, r := range all {
 			if slices.Contains(r.Argv, id) {
-				return r, all
+				found = r
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no hook ran for %s within %v (records: %+v):\n%s", id, eventTimeout, all, s.Log())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a folder: no event to wait on
-	}
+		return fmt.Errorf("no hook ran for %s (records: %+v):\n%s", id, all, s.Log())
+	})
+	return found, all
 }
 
 // logLineWith returns the first line of log holding every one of parts.
@@ -93,6 +96,7 @@ func logLineWith(log string, parts ...string) string {
 // minimal environment, WRAPTOOL_REQUEST_ID, WRAPTOOL_SUMMARY and the desktop
 // variables.
 func TestHookRunsOncePerNewRequest(t *testing.T) {
+	slow(t, "mcp.on_request end to end")
 	t.Parallel()
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")
@@ -129,7 +133,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
 		t.Errorf("%s exists (%v): shell syntax in the hook or the rationale was run", pwned, err)
 	}
-	firstLine, _, _ := strings.Cut(string(readLog(t, s.RequestLog)), "\n")
+	firstLine, _, _ := strings.Cut(string(readBytes(t, s.RequestLog)), "\n")
 	if got.Stdin != firstLine+"\n" {
 		t.Errorf("stdin = %q, want the request's line %q", got.Stdin, firstLine+"\n")
 	}
@@ -158,6 +162,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 // answers at once, and the hook is killed at 10 s and logged as a failure;
 // one still running when the server stops is killed without holding it up.
 func TestHookHangingIsKilled(t *testing.T) {
+	slow(t, "a hanging hook killed at its timeout")
 	t.Parallel()
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")
@@ -188,7 +193,7 @@ func TestHookHangingIsKilled(t *testing.T) {
 		t.Errorf("the hook was killed %v after the request, want between 10s and 30s", killed)
 	}
 	t.Logf("hook killed %v after the request was filed: %s", killed.Round(time.Millisecond), line)
-	waitGone(t, hook.pid)
+	waittest.Gone(t, eventTimeout, hook.pid)
 
 	// A hook still running at shutdown is killed, and never holds the
 	// server up.
@@ -203,5 +208,5 @@ func TestHookHangingIsKilled(t *testing.T) {
 	if line := logLineWith(s.Log(), "on_request hook stopped: the server is shutting down", "id="+second); line == "" {
 		t.Errorf("no shutdown line for %s:\n%s", second, s.Log())
 	}
-	waitGone(t, hook.pid)
+	waittest.Gone(t, eventTimeout, hook.pid)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
-// More hostile input against the built binary (issue 18): the headers of
+// More hostile input against the built binary (beyond hostile_test.go): the headers of
 // an MCP request, argument injection through every parameter of a wrapped
 // tool over a real session, and a cwd swapped for a symlink while calls
 // run.
@@ -46,6 +46,7 @@ func rawExchange(t *testing.T, s *server, req string) string {
 // Authorization header. Each is refused at once with a 4xx, and the server
 // keeps serving.
 func TestHostileHeaders(t *testing.T) {
+	slow(t, "hostile MCP headers")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -139,6 +140,7 @@ const toolsReport = `  fake:
 // roots is refused with the denial text; nothing creates the file every value
 // tries to create.
 func TestHostileArgumentsOverTheWire(t *testing.T) {
+	slow(t, "argument injection over a real session")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsReport))
@@ -202,6 +204,7 @@ func TestHostileArgumentsOverTheWire(t *testing.T) {
 // roots: a call that sees the link is refused (cwd outside the roots), one
 // whose folder is briefly missing is refused or fails to start.
 func TestHostileCwdSwappedDuringCalls(t *testing.T) {
+	slow(t, "a cwd swapped for a symlink during calls")
 	t.Parallel()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
@@ -273,6 +276,7 @@ func TestHostileCwdSwappedDuringCalls(t *testing.T) {
 // and a bidi override there are logged quoted (the log's text format), and
 // the upstream's tools still serve.
 func TestHostileUpstreamStderrIsLoggedQuoted(t *testing.T) {
+	slow(t, "an upstream's stderr logged quoted")
 	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "upstream.sh")

@@ -54,6 +54,7 @@ func expectStillServing(t *testing.T, s *server) {
 // loses the connection at the header deadline (10 s); meanwhile the server
 // serves everyone else.
 func TestHostileSlowHeaders(t *testing.T) {
+	slow(t, "slow headers and the header deadline")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -93,7 +94,7 @@ func TestHostileSlowHeaders(t *testing.T) {
 		t.Errorf("the server answered the half-sent request with %q, want nothing or a 4xx", data)
 	}
 	if lived < actors.ReadHeaderTimeout-time.Second {
-		// Not a failure of the contract, but worth knowing: something
+		// Not a failure of the promise, but worth knowing: something
 		// other than the header deadline closed it.
 		t.Logf("the connection closed after only %v", lived)
 	}
@@ -160,6 +161,7 @@ func (r *rawMCP) post(body []byte) (status int, hdr http.Header, answer string, 
 // Bodies that are not a JSON-RPC request each get an error, promptly, and
 // leave the server serving.
 func TestHostileMalformedJSONRPC(t *testing.T) {
+	slow(t, "malformed JSON-RPC bodies")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -235,6 +237,7 @@ func TestHostileMalformedJSONRPC(t *testing.T) {
 // subtle.ConstantTimeCompare; see webui/httpguard.BearerMatches), so a
 // guess's answer time says nothing about how close it was.
 func TestHostileTokenGuessing(t *testing.T) {
+	slow(t, "token guessing")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -338,6 +341,7 @@ func TestHostileTokenGuessing(t *testing.T) {
 // answered with a result (recorded, or a limit's tool error), never a
 // transport failure; the request log stays whole.
 func TestHostileRequestFlood(t *testing.T) {
+	slow(t, "a flood of capability requests")
 	t.Parallel()
 	const sessions, perSession = 64, 20
 	tests := []struct {
@@ -440,7 +444,7 @@ func hostileFlood(t *testing.T, sessions, perSession, prefill, want int) {
 		t.Errorf("no call was refused by the pending limit, want the calls beyond it refused")
 	}
 
-	objs := logObjects(t, readLog(t, s.RequestLog))
+	objs := logObjects(t, readBytes(t, s.RequestLog))
 	inLog := map[string]bool{}
 	for _, obj := range objs {
 		var id string

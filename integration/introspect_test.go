@@ -89,6 +89,7 @@ func schemaOf(t *testing.T, c *mcpClient, name string) (description string, prop
 // with anything a client sent; discovery answers from what it learned, and
 // schemas carry the help's types and descriptions.
 func TestIntrospectionRunsOnlyHelpForms(t *testing.T) {
+	slow(t, "introspection running only help forms")
 	t.Parallel()
 	dir := t.TempDir()
 	cobraLog, gitLog := filepath.Join(scratch(t, dir), "fj.argv"), filepath.Join(scratch(t, dir), "vc.argv")
@@ -163,6 +164,7 @@ func TestIntrospectionRunsOnlyHelpForms(t *testing.T) {
 // then serves the tool with the heuristic's types. A SIGTERM during the wait
 // stops the server at once.
 func TestIntrospectionHangingHelp(t *testing.T) {
+	slow(t, "a hanging help at start-up")
 	t.Parallel()
 	const helpTimeout = 5 * time.Second
 	config := func(dir string) string {
@@ -256,6 +258,7 @@ func TestIntrospectionHangingHelp(t *testing.T) {
 // optional: --rebase[=…]) and --depth a value, with git's own words — from
 // `git pull --help` (the manual, where man is installed) or `git pull -h`.
 func TestIntrospectionOfTheRealGit(t *testing.T) {
+	slow(t, "introspection of the real git")
 	t.Parallel()
 	gitBin := gitPath(t)
 	dir := t.TempDir()

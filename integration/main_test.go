@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // wraptoolBin is the binary TestMain builds, used by every test; fakecli is
@@ -47,29 +45,31 @@ func testMain(m *testing.M) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	wraptoolBin = filepath.Join(dir, "wraptool")
-	build := exec.CommandContext(ctx, "go", "build", "-o", wraptoolBin, "github.com/wraptool/wraptool/cmd/wraptool")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "integration: build wraptool: %v\n%s", err, out)
-		return 1
-	}
-	if fakecli, err = toolsettest.BuildFakeCLI(dir); err != nil {
-		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
-		return 1
-	}
-	for _, fx := range []struct {
+	// One go build for every binary: the go command links them in
+	// parallel, which is most of the start-up of a -short run.
+	binaries := []struct {
 		out *string
 		src string
 	}{
+		{&wraptoolBin, "../cmd/wraptool"},
+		{&fakecli, "../toolset/testdata/fakecli"},
 		{&fakepsql, "./testdata/fakepsql"},
 		{&helpcli, "../introspect/testdata/helpcli"},
 		{&fakeupstream, "../actors/testdata/fakeupstream"},
 		{&savedhelp, "../introspect/testdata/savedhelp"},
-	} {
-		*fx.out = filepath.Join(dir, filepath.Base(fx.src))
-		build := exec.CommandContext(ctx, "go", "build", "-o", *fx.out, fx.src)
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "integration: build %s: %v\n%s", fx.src, err, out)
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, b := range binaries {
+		*b.out = filepath.Join(dir, filepath.Base(b.src))
+		args = append(args, b.src)
+	}
+	if out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: build the binaries: %v\n%s", err, out)
+		return 1
+	}
+	for _, b := range binaries {
+		if _, err := os.Stat(*b.out); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: build %s: %v\n", b.src, err)
 			return 1
 		}
 	}

@@ -13,6 +13,7 @@ import (
 // reload, shows the counts; it answers 401 without the
 // admin token and with the MCP token.
 func TestMetricsAfterCallsAndAReload(t *testing.T) {
+	slow(t, "/metrics after calls and a reload")
 	t.Parallel()
 	dir := t.TempDir()
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))

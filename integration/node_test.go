@@ -28,6 +28,7 @@ import (
 // are missing it runs `npm ci --omit=dev` there. Without node it skips, except
 // under CI=true, where .ci/run installs node and a skip would hide the test.
 func TestNodeClient(t *testing.T) {
+	slow(t, "the TypeScript SDK client over HTTP")
 	t.Parallel()
 	node, dir := nodeSetup(t)
 

@@ -103,6 +103,7 @@ func TestOperatorLoop(t *testing.T) {
 // The server and two CLI processes write at once: a thousand requests and
 // hundreds of decisions; every line parses, none is lost or interleaved.
 func TestRequestLogWritersAtOnce(t *testing.T) {
+	slow(t, "the server and two CLIs writing the request log at once")
 	t.Parallel()
 	const requestsWanted, decisionsPerCLI, workers = 1000, 100, 8
 	dir := t.TempDir()

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy/config/configtest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // Sizes of TestBenchReport.
@@ -38,7 +39,7 @@ const (
 	reportPhaseBudget = 3 * time.Minute
 )
 
-// TestBenchReport is `just bench`: every figure issue 18 asks for, measured
+// TestBenchReport is `just bench`: every figure of the README's Performance section, measured
 // side by side in one run on this machine and printed as one report. It
 // asserts nothing about speed (shared machines are too noisy); it fails
 // only when a path it measures errs. Run it with `just bench`, or
@@ -511,7 +512,7 @@ func openSessions(t *testing.T, endpoint, token string, n int) int {
 // cpuOf is the CPU time (user + system) pid has used, in nanoseconds.
 func cpuOf(t *testing.T, pid int) int64 {
 	t.Helper()
-	fields := procStat(pid) // state, ppid, … utime is the 12th, stime the 13th
+	fields := waittest.Stat(pid) // state, ppid, … utime is the 12th, stime the 13th
 	if len(fields) < 13 {
 		t.Fatalf("/proc/%d/stat: process gone", pid)
 	}

@@ -64,16 +64,6 @@ func request(t *testing.T, c *mcpClient, args map[string]any) string {
 	return out.ID
 }
 
-// readLog returns the request log's bytes.
-func readLog(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // logObjects splits a log into its lines, each decoded as a JSON object;
 // it fails the test on a line that is not one, or a log not ending in a
 // newline.
@@ -125,7 +115,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 	if perm := info.Mode().Perm(); perm != 0o600 {
 		t.Errorf("request log mode = %v, want 0600", perm)
 	}
-	first := readLog(t, s.RequestLog)
+	first := readBytes(t, s.RequestLog)
 	objs := logObjects(t, first)
 	if len(objs) != 1 {
 		t.Fatalf("the log has %d lines, want 1:\n%s", len(objs), first)
@@ -181,7 +171,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 	ids := map[string]bool{id: true}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			before := readLog(t, s.RequestLog)
+			before := readBytes(t, s.RequestLog)
 			if step.wantErr != "" {
 				res := c.Call(t, requestTool, step.args)
 				if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, step.wantErr) {
@@ -197,7 +187,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 				}
 				ids[got] = true
 			}
-			after := readLog(t, s.RequestLog)
+			after := readBytes(t, s.RequestLog)
 			switch {
 			case step.wantNew && (!bytes.HasPrefix(after, before) || len(logObjects(t, after)) != len(logObjects(t, before))+1):
 				t.Errorf("the log went from\n%s\nto\n%s\nwant one line appended", before, after)
@@ -209,6 +199,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 }
 
 func TestRequestToolPendingLimit(t *testing.T) {
+	slow(t, "the request tool's pending limit")
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "requests.jsonl")
@@ -224,12 +215,12 @@ func TestRequestToolPendingLimit(t *testing.T) {
 
 	refused := func(args map[string]any) {
 		t.Helper()
-		before := readLog(t, path)
+		before := readBytes(t, path)
 		res := c.Call(t, requestTool, args)
 		if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, "pending limit is reached") {
 			t.Errorf("request 1,001 = isError %v %q, want a tool error saying the pending limit is reached", res.IsError, text)
 		}
-		if !bytes.Equal(readLog(t, path), before) {
+		if !bytes.Equal(readBytes(t, path), before) {
 			t.Errorf("a refused request changed the log")
 		}
 	}
@@ -259,6 +250,7 @@ func TestRequestToolPendingLimit(t *testing.T) {
 }
 
 func TestRequestLogConcurrentWriters(t *testing.T) {
+	slow(t, "concurrent request log writers")
 	t.Parallel()
 	const perWriter = 40
 	dir := t.TempDir()
@@ -331,7 +323,7 @@ func TestRequestLogConcurrentWriters(t *testing.T) {
 		t.Error(err)
 	}
 
-	objs := logObjects(t, readLog(t, s.RequestLog))
+	objs := logObjects(t, readBytes(t, s.RequestLog))
 	if len(objs) != 2*perWriter {
 		t.Errorf("the log has %d lines, want %d", len(objs), 2*perWriter)
 	}
@@ -349,6 +341,7 @@ func TestRequestLogConcurrentWriters(t *testing.T) {
 }
 
 func TestRequestLogTornLineRepaired(t *testing.T) {
+	slow(t, "a torn request log line repaired")
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "requests.jsonl")
@@ -363,7 +356,7 @@ func TestRequestLogTornLineRepaired(t *testing.T) {
 	id := request(t, c, askFor("fake", []string{"push"}, nil, "after a crash", ""))
 	id2 := request(t, c, askFor("fake", []string{"fetch"}, nil, "and after that", ""))
 
-	data := readLog(t, path)
+	data := readBytes(t, path)
 	lines := strings.SplitAfter(string(data), "\n")
 	if len(lines) != 5 || lines[4] != "" {
 		t.Fatalf("the log has lines %q, want the pre-filled line, the torn one, and the two new ones", lines)

@@ -156,6 +156,7 @@ func TestServeListAndCall(t *testing.T) {
 // The "serving MCP" line names the socket clients dial (the harness reads
 // it).
 func TestServeUnixSocketLogsItsPath(t *testing.T) {
+	slow(t, "the unix socket's logged path")
 	t.Parallel()
 	dir := t.TempDir()
 	socket := filepath.Join(shortTempDir(t), "wraptool.sock")
@@ -218,6 +219,7 @@ func (r rawRequest) do(t *testing.T, s *server) (status int, authenticate, body 
 }
 
 func TestServeAuth(t *testing.T) {
+	slow(t, "bearer token checks")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -260,6 +262,7 @@ func TestServeAuth(t *testing.T) {
 }
 
 func TestServeDNSRebindingProtection(t *testing.T) {
+	slow(t, "DNS rebinding protection")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPull))
@@ -357,7 +360,7 @@ func TestServeDenialText(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+" is refused with the contract's text", func(t *testing.T) {
+		t.Run(tt.name+" is refused with the documented text", func(t *testing.T) {
 			t.Parallel()
 			res := c.Call(t, tt.tool, tt.args)
 			if !res.IsError {
@@ -659,6 +662,7 @@ func startCall(c *mcpClient, tool string, args map[string]any) <-chan callResult
 }
 
 func TestServeCallInFlightDuringReloadThatRemovesItsRule(t *testing.T) {
+	slow(t, "a call in flight while a reload removes its rule")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, toolsPullWait)
@@ -708,6 +712,7 @@ func expectReleasedResult(t *testing.T, s *server, done <-chan callResult) {
 }
 
 func TestServeSIGTERMLetsCallInFlightFinish(t *testing.T) {
+	slow(t, "SIGTERM letting a call in flight finish")
 	t.Parallel()
 	for _, endpoint := range []string{"/mcp", "/sse"} {
 		t.Run(fmt.Sprintf("over %s the client gets the result and the server exits 0", endpoint), func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // wire is a raw HTTP client of one server, each request with the token
@@ -144,6 +147,7 @@ func refused(t *testing.T, what string, status int, body string, tokens ...strin
 // reverse; each session goes on working with its own token; legacy SSE
 // sessions likewise.
 func TestSessionBelongsToItsToken(t *testing.T) {
+	slow(t, "sessions bound to their token")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -188,6 +192,7 @@ func TestSessionBelongsToItsToken(t *testing.T) {
 // on with the new main token (the rotated replacement of the same role),
 // and still not with the elicitation client's.
 func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
+	slow(t, "a session across its token's rotation")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
@@ -198,10 +203,12 @@ func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
 
 	const rotated = "rotated-main-token-0123456789abcdef"
 	writeAndRename(t, filepath.Join(dir, "mcp-token"), rotated+"\n")
-	waitFor(t, eventTimeout, "the old token refused", func() bool {
-		status, _, _ := w.send(http.MethodPost, "/mcp", s.Token, onMain, pingBody)
-		return status == http.StatusUnauthorized
-	}, s.Log)
+	waittest.Until(t, eventTimeout, func() error {
+		if status, _, _ := w.send(http.MethodPost, "/mcp", s.Token, onMain, pingBody); status != http.StatusUnauthorized {
+			return fmt.Errorf("the old token refused: status %d\n%s", status, s.Log())
+		}
+		return nil
+	})
 
 	if status, _, body := w.send(http.MethodPost, "/mcp", rotated, onMain, pingBody); status != 200 || !strings.Contains(body, `"result"`) {
 		t.Errorf("the session with the rotated main token = %d %q, want it served", status, body)
@@ -223,6 +230,7 @@ func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
 // files a request, and still nobody is asked (the main token's sessions
 // never are).
 func TestMainTokenSessionIsNeverAskedWhateverTheHeader(t *testing.T) {
+	slow(t, "a main-token session never asked to elicit")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))

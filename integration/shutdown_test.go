@@ -19,6 +19,7 @@ import (
 // read the SIGTERM that followed. Now a load reads only regular files, a
 // SIGHUP is a doorbell, and the server stops.
 func TestStopsAfterAReloadMeetsANamedPipe(t *testing.T) {
+	slow(t, "a reload meeting a named pipe")
 	t.Parallel()
 	dir := t.TempDir()
 	env := filepath.Join(dir, "fake.env")
@@ -50,6 +51,7 @@ func TestStopsAfterAReloadMeetsANamedPipe(t *testing.T) {
 // tool) must not keep a request waiting for ever, nor the server from
 // stopping: the writer gives up after 5 s with an error naming the file.
 func TestHeldRequestLogLock(t *testing.T) {
+	slow(t, "a request log locked by another process")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, ""))

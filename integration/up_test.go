@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // startWraptool starts the binary with args and exactly env, and returns
@@ -43,18 +44,17 @@ func startWraptool(t *testing.T, env []string, args ...string) (stdout, stderr *
 			<-done
 		}
 	})
-	deadline := time.Now().Add(startTimeout)
-	for !strings.Contains(stderr.String(), `msg="serving MCP"`) {
+	waittest.Until(t, startTimeout, func() error {
+		if strings.Contains(stderr.String(), `msg="serving MCP"`) {
+			return nil
+		}
 		select {
 		case <-done:
-			return stdout, stderr, done
+			return nil
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wraptool %q neither served nor exited within %v:\n%s", args, startTimeout, stderr)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the log: no event to wait on
-	}
+		return fmt.Errorf("wraptool %q neither served nor exited:\n%s", args, stderr)
+	})
 	return stdout, stderr, done
 }
 
@@ -63,6 +63,7 @@ func startWraptool(t *testing.T, env []string, args ...string) (stdout, stderr *
 // 8717, which another process may hold: the files are written before the
 // listener binds, so they are checked either way.
 func TestServeFirstRunScaffolds(t *testing.T) {
+	slow(t, "first-run scaffolding")
 	t.Parallel()
 	gitDir := t.TempDir()
 	fakeGit := filepath.Join(gitDir, "git")
@@ -122,6 +123,7 @@ func TestServeFirstRunScaffolds(t *testing.T) {
 
 // A second start never overwrites the config or the token.
 func TestServeNeverOverwritesConfigOrToken(t *testing.T) {
+	slow(t, "a second start keeping config and token")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, "")
@@ -145,6 +147,7 @@ func TestServeNeverOverwritesConfigOrToken(t *testing.T) {
 // claude lines for /mcp and /sse with the header, and mcpServers JSON for
 // both — then serves.
 func TestUpPrintsClientSetup(t *testing.T) {
+	slow(t, "up's client set-up")
 	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
@@ -224,6 +227,7 @@ func TestUpPrintsClientSetup(t *testing.T) {
 // derived from the admin token) and serve logs it; the admin token never
 // reaches the log.
 func TestUpPrintsTheReviewUI(t *testing.T) {
+	slow(t, "up printing the review UI")
 	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")

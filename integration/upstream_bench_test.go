@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // Sizes and bounds of TestUpstreamReport.
@@ -302,8 +303,7 @@ func waitTool(ctx context.Context, p benchPath) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer closeSession()
-	deadline := time.Now().Add(upstreamToolWait)
-	for {
+	return waittest.Poll{Every: 100 * time.Millisecond, Context: ctx}.Within(upstreamToolWait, func() error {
 		var names []string
 		var listErr error
 		listCtx, cancel := context.WithTimeout(ctx, upstreamCallTimeout)
@@ -318,14 +318,11 @@ func waitTool(ctx context.Context, p benchPath) error {
 		if slices.Contains(names, p.tool) {
 			return nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			if listErr != nil {
-				return fmt.Errorf("tools/list: %w", listErr)
-			}
-			return fmt.Errorf("%s not listed within %v (tools: %s)", p.tool, upstreamToolWait, strings.Join(names, ", "))
+		if listErr != nil {
+			return fmt.Errorf("tools/list: %w", listErr)
 		}
-		time.Sleep(100 * time.Millisecond) // polling the tool list: no event to wait on
-	}
+		return fmt.Errorf("%s not listed (tools: %s)", p.tool, strings.Join(names, ", "))
+	})
 }
 
 // measure runs one row: it connects the sessions, lets every client make
@@ -600,21 +597,23 @@ func (p *peer) hasExited() bool {
 // TCP connection: a peer says it is ready only in log lines that differ
 // between peers and versions.
 func (p *peer) waitListening(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(peerStartTimeout)
-	for {
+	var exited error
+	err := waittest.Poll{Context: ctx}.Within(peerStartTimeout, func() error {
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			conn.Close()
 			return nil
 		}
 		if p.hasExited() {
-			return fmt.Errorf("%s exited before listening (%v):\n%s", p.name, p.exitErr, p.log.String())
+			exited = fmt.Errorf("%s exited before listening (%v):\n%s", p.name, p.exitErr, p.log.String())
+			return nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s did not listen on %s within %v:\n%s", p.name, addr, peerStartTimeout, p.log.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling the port: no event to wait on
+		return fmt.Errorf("%s did not listen on %s:\n%s", p.name, addr, p.log.String())
+	})
+	if exited != nil {
+		return exited
 	}
+	return err
 }
 
 // stop ends the peer and everything it started: SIGTERM to its process

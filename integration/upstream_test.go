@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+	"github.com/wraptool/wraptool/waittest"
 )
 
 // serversConfig is a served config (no wrapped tools) with servers as its
@@ -106,17 +107,14 @@ func marks(t *testing.T, path string) string {
 // containing substr; the fixture writes it, so there is no event to wait on.
 func waitMarks(t *testing.T, path, substr string, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		m := marks(t, path)
-		if strings.Count(m, substr) >= n {
-			return m
+	var m string
+	waittest.Until(t, eventTimeout, func() error {
+		if m = marks(t, path); strings.Count(m, substr) < n {
+			return fmt.Errorf("the fixture did not record %q %d times; it recorded:\n%s", substr, n, m)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fixture did not record %q %d times within %v; it recorded:\n%s", substr, n, eventTimeout, m)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a file another process writes
-	}
+		return nil
+	})
+	return m
 }
 
 // pids returns the pids the fixture recorded on lines starting with what.
@@ -143,20 +141,12 @@ func waitListChanged(t *testing.T, s *server, c *mcpClient, why string) {
 // withdrawal and offer may come as one or two list_changed.
 func waitTools(t *testing.T, s *server, c *mcpClient, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		got := c.WrappedTools(t)
-		if slices.Equal(got, want) {
-			return
+	waittest.Poll{Every: 100 * time.Millisecond, Wake: c.ListChanged}.Until(t, eventTimeout, func() error {
+		if got := c.WrappedTools(t); !slices.Equal(got, want) {
+			return fmt.Errorf("tools are %v, want %v:\n%s", got, want, s.Log())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools are %v, want %v within %v:\n%s", got, want, eventTimeout, s.Log())
-		}
-		select {
-		case <-c.ListChanged:
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return nil
+	})
 }
 
 // TestUpstreamFilterPrefixAndPassThrough shows the exposure rules (exact
@@ -164,6 +154,7 @@ func waitTools(t *testing.T, s *server, c *mcpClient, want []string) {
 // arguments, results and protocol errors pass through as the upstream gave
 // them.
 func TestUpstreamFilterPrefixAndPassThrough(t *testing.T) {
+	slow(t, "upstream exposure rules and pass-through")
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := serversConfig(t, dir, `  fake:
@@ -293,6 +284,7 @@ func asJSON(t *testing.T, v any) string {
 // cancellation reaching the upstream, and progress notes forwarded under
 // the client's own token.
 func TestUpstreamTimeoutCancellationAndProgress(t *testing.T) {
+	slow(t, "upstream timeouts, cancellation and progress")
 	t.Parallel()
 	dir := t.TempDir()
 	marksFile := filepath.Join(dir, "work", "marks")
@@ -394,6 +386,7 @@ func (s *server) connectWith(t *testing.T, client *mcp.Client, endpoint string) 
 // backoff (1s) it is restarted and its tools exposed again, on the same
 // client session.
 func TestUpstreamCrashAndRestart(t *testing.T) {
+	slow(t, "an upstream crash and restart")
 	t.Parallel()
 	dir := t.TempDir()
 	marksFile := filepath.Join(dir, "work", "marks")
@@ -441,6 +434,7 @@ func TestUpstreamCrashAndRestart(t *testing.T) {
 // client), a new tool the policy does not allow changes nothing, and a
 // removed one disappears.
 func TestUpstreamListChangedFollowed(t *testing.T) {
+	slow(t, "an upstream's list_changed followed")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
@@ -478,6 +472,7 @@ func TestUpstreamListChangedFollowed(t *testing.T) {
 // (applied without a restart), change one's start (restarted), and remove
 // one (stopped, its process gone), while the client's session stays.
 func TestUpstreamReload(t *testing.T) {
+	slow(t, "upstream reloads")
 	t.Parallel()
 	dir := t.TempDir()
 	a := `  fake:
@@ -540,35 +535,16 @@ func TestUpstreamReload(t *testing.T) {
 	rewriteServers(t, s, strings.Replace(a, "$DIR/a]", "$DIR/a, -stderr-lines, \"1\"]", 1))
 	s.WaitLog(t, `msg="stopping upstream server" component=upstream server=bee because="removed from the config"`, 1, eventTimeout)
 	waitTools(t, s, c, []string{"fake_env"})
-	waitGone(t, beePid)
+	waittest.Gone(t, eventTimeout, beePid)
 	if got := c.WrappedTools(t); !slices.Equal(got, []string{"fake_env"}) {
 		t.Errorf("tools %v", got)
-	}
-}
-
-// waitGone polls (bounded) until pid no longer runs (or is a zombie nobody
-// reaped yet, which runs nothing).
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if _, rest, ok := strings.Cut(string(data), ") "); ok && strings.HasPrefix(rest, "Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs after %v", pid, eventTimeout)
-		}
-		time.Sleep(20 * time.Millisecond) // polling /proc: no event for another process's end
 	}
 }
 
 // TestUpstreamConcurrentClients has 16 clients call one upstream at once:
 // every reply reaches the call that made it.
 func TestUpstreamConcurrentClients(t *testing.T) {
+	slow(t, "16 clients on one upstream")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
@@ -608,6 +584,7 @@ func TestUpstreamConcurrentClients(t *testing.T) {
 // and working_dir applied to an upstream: nothing of wraptool's own
 // environment but PATH and HOME reaches it.
 func TestUpstreamEnvironmentAndWorkingDir(t *testing.T) {
+	slow(t, "an upstream's environment and working_dir")
 	t.Parallel()
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
@@ -661,6 +638,7 @@ func TestUpstreamEnvironmentAndWorkingDir(t *testing.T) {
 // not held back past their first attempt, each failure is logged with its
 // cause, and retried with backoff.
 func TestUpstreamStartFailures(t *testing.T) {
+	slow(t, "upstreams that cannot start")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  missing:
@@ -692,6 +670,7 @@ func TestUpstreamStartFailures(t *testing.T) {
 // TestUpstreamShutdownStopsProcessGroups shows that stopping wraptool stops
 // each upstream's whole process group, children included.
 func TestUpstreamShutdownStopsProcessGroups(t *testing.T) {
+	slow(t, "stopping upstream process groups")
 	t.Parallel()
 	dir := t.TempDir()
 	marksFile := filepath.Join(dir, "work", "marks")
@@ -710,7 +689,7 @@ func TestUpstreamShutdownStopsProcessGroups(t *testing.T) {
 		t.Errorf("exit: %v", err)
 	}
 	for _, pid := range procs {
-		waitGone(t, pid)
+		waittest.Gone(t, eventTimeout, pid)
 	}
 }
 
@@ -719,6 +698,7 @@ func TestUpstreamShutdownStopsProcessGroups(t *testing.T) {
 // echo works through wraptool, and every other tool it offers is neither
 // listed nor callable. It needs node (see nodeSetup) and skips without it.
 func TestUpstreamServerEverything(t *testing.T) {
+	slow(t, "the npm reference server as an upstream")
 	t.Parallel()
 	argv := everythingCommand(t)
 	dir := t.TempDir()
@@ -765,6 +745,7 @@ func TestUpstreamServerEverything(t *testing.T) {
 // 2026-07-28) are refused with a tool error, and the client behind wraptool,
 // ready to answer all of them, is never asked.
 func TestUpstreamCannotReachTheClient(t *testing.T) {
+	slow(t, "an upstream reaching the client")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serversConfig(t, dir, `  fake:
@@ -820,6 +801,7 @@ func eagerClient() (*mcp.Client, <-chan string) {
 // server-everything does not even offer the tools that would ask, though
 // the client behind wraptool supports them all.
 func TestUpstreamServerEverythingCannotReachTheClient(t *testing.T) {
+	slow(t, "a 2025-protocol upstream reaching the client")
 	t.Parallel()
 	argv := everythingCommand(t)
 	dir := t.TempDir()
@@ -868,6 +850,7 @@ func everythingEntry(argv []string, tools ...string) string {
 // An upstream runs under the rules of the config in force: a reload that
 // turns confinement on restarts it, though its entry is unchanged.
 func TestUpstreamRestartsWhenItsConfinementChanges(t *testing.T) {
+	slow(t, "an upstream restarted when confinement changes")
 	t.Parallel()
 	requireLandlock(t)
 	dir := t.TempDir()

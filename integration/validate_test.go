@@ -36,6 +36,7 @@ func TestConfigValidate(t *testing.T) {
 // What only a separate process can show: a config named relative to the
 // working folder is found there and printed as given.
 func TestConfigValidateRelativePaths(t *testing.T) {
+	slow(t, "config validate with relative paths")
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
@@ -92,6 +93,7 @@ tools:
 `
 
 func TestConfigValidateTouchesNothing(t *testing.T) {
+	slow(t, "config validate touching nothing")
 	t.Parallel()
 	tests := []struct {
 		name     string
@@ -216,9 +218,10 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return entries
 }
 
-// The contract resolves the default config path only when no PATH is given,
+// The default config path is resolved only when no PATH is given,
 // so an explicit PATH should not need a home directory.
 func TestConfigValidateWithPathNeedsNoHome(t *testing.T) {
+	slow(t, "config validate without a home")
 	t.Parallel()
 	dir := configtest.NewFixture(t, map[string]string{
 		"config.yaml": "mcp:\n  listen: 127.0.0.1:8717\n  request_log: $DIR/requests.jsonl\n",

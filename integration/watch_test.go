@@ -207,6 +207,7 @@ func watchDecision(t *testing.T, s *server, id string) map[string]any {
 // server then honours. A request line that something else wrote into the
 // log cannot repaint the terminal. Ctrl-C ends it with status 0.
 func TestWatchInATerminal(t *testing.T) {
+	slow(t, "requests watch in a terminal")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
@@ -225,7 +226,7 @@ func TestWatchInATerminal(t *testing.T) {
 	f.WriteString(hostile)
 	f.Close()
 	w.waitFor(t, watchPrompt, 1)
-	time.Sleep(watchKeyGuard + 300*time.Millisecond) // the contract's first second, measured from the prompt
+	time.Sleep(watchKeyGuard + 300*time.Millisecond) // the documented first second, measured from the prompt
 	w.typeKeys(t, "s")
 	w.waitFor(t, "skipped req_0000beef", 1)
 
@@ -284,6 +285,7 @@ func TestWatchInATerminal(t *testing.T) {
 // one filed while it runs, also after the operator rotated the log (renamed
 // it away; the server starts a new one). SIGINT ends it with status 0.
 func TestWatchJSONFollowsTheLog(t *testing.T) {
+	slow(t, "requests watch --json following the log")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))

@@ -75,6 +75,7 @@ type wildEvent struct {
 // folder of this test's own (see installMCPRemote). Without npm or the
 // registry it skips, except under CI=true.
 func TestWildMCPRemote(t *testing.T) {
+	slow(t, "mcp-remote as a client")
 	t.Parallel()
 	node, nodeDir := nodeSetup(t)
 	entry := mcpRemoteEntry(t, nodeDir)
@@ -338,6 +339,7 @@ func resolveInLock(packages map[string]json.RawMessage, path, name string) (stri
 // with a short request timeout that resets on progress keeps waiting; a
 // call without a token is sent none.
 func TestWildProgressOnALongCall(t *testing.T) {
+	slow(t, "progress on a long call")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPullSleep))
@@ -411,6 +413,7 @@ func wildConnect(t *testing.T, s *server, endpoint string, opts *mcp.ClientOptio
 // open (clients that only POST, like scripts and mcp-remote's abandoned
 // probes) logs no warning per session: one debug line counts them.
 func TestWildReloadDoesNotWarnPerStreamlessSession(t *testing.T) {
+	slow(t, "reload warnings per streamless session")
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, toolsPullSleep))

@@ -227,6 +227,9 @@ func TestAuditLineFromAHugeArgument(t *testing.T) {
 // can; the JSON decoder makes each byte a 3-byte U+FFFD, 11.4 MB) comes out
 // as its first bytes and the length and hash of what the server received.
 func TestSessionOfBoundsTheClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: bounding huge client names in the audit session")
+	}
 	t.Parallel()
 	const junk = 3_800_000
 	type seen struct{ session, client string }

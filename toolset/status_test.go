@@ -15,6 +15,9 @@ import (
 )
 
 func TestStatusHandler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: the status tool against real calls")
+	}
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "requests.jsonl")
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

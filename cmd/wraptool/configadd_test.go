@@ -194,6 +194,9 @@ func TestConfigAddWritesTheCatalogAsComments(t *testing.T) {
 // flag but the seeded help flags, and the comment must list exactly the
 // flags the subcommand's help lists.
 func TestUncommentingARuleAllowsThatSubcommandAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: uncommenting a config add rule, with introspection")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	bin := installTool(t, dir, "ghlike", nil)
@@ -325,6 +328,9 @@ func TestConfigAddRefusesAndLeavesTheFileAlone(t *testing.T) {
 }
 
 func TestConfigAddScaffoldsAMissingConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: config add scaffolding a missing config with introspection")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	bin := installTool(t, dir, "ghlike", nil)
@@ -349,6 +355,9 @@ func TestConfigAddScaffoldsAMissingConfig(t *testing.T) {
 // helps can be read (each costs --help, -h and help sub): the runs stop at
 // 100, and the file is the same however the runs were scheduled.
 func TestConfigAddStopsAtItsBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: config add's introspection budget runs for its whole bound")
+	}
 	t.Parallel()
 	var list strings.Builder
 	list.WriteString("usage: big <command>\n\nCommands:\n")

@@ -24,6 +24,9 @@ import (
 const reaperHelperEnv = "WRAPTOOL_RUNNER_REAPER_HELPER"
 
 func TestReaperInASubreaper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: the subreaper re-runs the test binary and waits out orphans")
+	}
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

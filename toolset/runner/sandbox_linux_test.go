@@ -143,6 +143,9 @@ func unshareWorks() bool {
 }
 
 func TestSandboxKeepsEveryPathAwayFromTheProtectedSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: every protected path tried from a confined child")
+	}
 	j := newJail(t)
 	attacks := attacks(j)
 	before := snapshotFiles(t, j.config, j.token, j.tool)
@@ -166,6 +169,9 @@ func TestSandboxKeepsEveryPathAwayFromTheProtectedSet(t *testing.T) {
 }
 
 func TestSandboxLeavesEverythingElseAsItWas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: what a confined child may still reach")
+	}
 	j := newJail(t)
 	allowed := []struct{ name, script, want string }{
 		{"read a credential beside the protected folder", "cat " + j.home + "/.ssh/id_test", "PRIVATE KEY"},
@@ -194,6 +200,9 @@ func TestSandboxLeavesEverythingElseAsItWas(t *testing.T) {
 // every attack works, each in a jail of its own (some destroy it), so no
 // row of the table above passes merely because it cannot work.
 func TestSandboxAttacksWorkUnconfined(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: the sandbox attacks run unconfined as a control")
+	}
 	names := attacks(newJail(t))
 	for i := range names {
 		t.Run(names[i].name, func(t *testing.T) {
@@ -359,6 +368,9 @@ func TestScrubEnvironHelper(t *testing.T) {
 }
 
 func TestScrubEnvironBlanksProcEnviron(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: the /proc environ scrub starts many confined children")
+	}
 	for _, scrub := range []bool{false, true} {
 		t.Run("scrub="+strconv.FormatBool(scrub), func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestScrubEnvironHelper$")
@@ -660,6 +672,9 @@ func TestSandboxResolvesDotDotAfterALink(t *testing.T) {
 // protected file changes under them; every one runs, none reaches the
 // token (the race detector watches the bookkeeping).
 func TestSandboxConcurrentStartsWhileFoldersChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: confined starts racing folder changes run for seconds")
+	}
 	j := newJail(t)
 	stop := make(chan struct{})
 	churned := make(chan struct{})
