@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
-	"github.com/wraptool/wraptool/waittest"
 )
 
 // auditConfig wraps the fake CLI with a redacted --token, a patterned

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wraptool/wraptool/waittest"
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // batchRefusal is the hub's answer to a JSON-RPC batch.

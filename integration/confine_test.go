@@ -26,8 +26,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
-	"github.com/wraptool/wraptool/waittest"
 )
 
 // The kernel confines every process wraptool starts (wrapped tools,

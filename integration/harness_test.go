@@ -20,8 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
-	"github.com/wraptool/wraptool/waittest"
 )
 
 // startTimeout bounds how long a server may take to answer /healthz.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wraptool/wraptool/waittest"
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // TestHookShellQuotesTheSummary shows a shell hook, allowed now that no

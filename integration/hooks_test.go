@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wraptool/wraptool/waittest"
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // hookRecord is what fakecli's record mode writes: what the hook got.

@@ -21,8 +21,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/policy/config/configtest"
-	"github.com/wraptool/wraptool/waittest"
 )
 
 // Sizes of TestBenchReport.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wraptool/wraptool/waittest"
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // wire is a raw HTTP client of one server, each request with the token

@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
-	"github.com/wraptool/wraptool/waittest"
 )
 
 // startWraptool starts the binary with args and exactly env, and returns

@@ -24,8 +24,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
-	"github.com/wraptool/wraptool/waittest"
 )
 
 // serversConfig is a served config (no wrapped tools) with servers as its
