@@ -61,7 +61,7 @@ type Audit struct {
 	files    map[string]*jsonl.Rotating
 }
 
-// AuditOptions configure an Audit. The zero value is the contract's
+// AuditOptions configure an Audit. The zero value is the README's
 // figures.
 type AuditOptions struct {
 	// Lines is the queue (the wiring's AuditLines link); nil makes one of

@@ -20,7 +20,7 @@ import (
 )
 
 // UpstreamTiming are an upstream client's clocks (README: Upstream MCP servers). A
-// zero field means its default, the contract's figure.
+// zero field means its default, the README's figure.
 type UpstreamTiming struct {
 	// PingEvery is how often a running upstream is pinged. Default 30s.
 	PingEvery time.Duration

@@ -73,7 +73,7 @@ func TestUpstreamTimingDefaults(t *testing.T) {
 		want UpstreamTiming
 	}{
 		{
-			name: "zero fields are the contract's figures",
+			name: "zero fields are the README's figures",
 			in:   UpstreamTiming{},
 			want: UpstreamTiming{PingEvery: 30 * time.Second, PingTimeout: 10 * time.Second, FirstBackoff: time.Second,
 				MaxBackoff: 60 * time.Second, HealthyAfter: 60 * time.Second, StopGrace: 2 * time.Second},

@@ -36,7 +36,7 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// Exit statuses fixed by the contract.
+// Exit statuses, as the README's command line section lists them.
 const (
 	exitOK      = 0
 	exitFailure = 1 // a runtime failure or an invalid config

@@ -285,8 +285,9 @@ type hooks struct {
 	stopNotify func(c chan<- os.Signal)
 	// load is the one load path (config.LoadFile).
 	load actors.LoadFunc
-	// upstreamTiming sets the bridges' clocks (ping, backoff); the zero
-	// value is the contract's figures, which in-process tests shorten.
+	// upstreamTiming sets the upstream clients' clocks (ping, backoff);
+	// the zero value is the README's figures, which in-process tests
+	// shorten.
 	upstreamTiming actors.UpstreamTiming
 }
 

@@ -190,7 +190,7 @@ func TestBridgeOpensANewSessionWhenTheServerRestarts(t *testing.T) {
 				t.Fatalf("line %v, want notifications/tools/list_changed", m)
 			}
 			if took := time.Since(start); took > 2*time.Second {
-				t.Errorf("the new session took %v, want well within the contract's 5s", took)
+				t.Errorf("the new session took %v, want well within the README's 5s", took)
 			}
 			h.quiet(200 * time.Millisecond) // exactly one list_changed, and no second initialize result
 

@@ -1,0 +1,123 @@
+package connect
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// send posts a notification or a response and waits for its 202, so the
+// server has it before the next message goes.
+func (b *bridge) send(ctx context.Context, m message) error {
+	s := b.sess
+	pctx, cancel := context.WithTimeout(s.ctx, postTimeout)
+	defer cancel()
+	resp, err := b.do(pctx, http.MethodPost, s, m.raw, messageHeaders(m, s))
+	if err != nil {
+		b.log.Warn("could not pass a message to the server", "method", m.method, "error", err)
+		return b.onEvent(ctx, transportEvent(s, err))
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	drain(resp)
+	if e, ok := statusEvent(s, resp, body); ok {
+		b.log.Warn("the server refused a message", "method", m.method, "status", resp.Status)
+		return b.onEvent(ctx, e)
+	}
+	if resp.StatusCode/100 != 2 {
+		b.log.Warn("the server refused a message", "method", m.method, "status", resp.Status, "answer", excerpt(body))
+	}
+	if m.method == "notifications/initialized" && resp.StatusCode/100 == 2 {
+		b.initialized = true
+		b.startListening(s)
+	}
+	return nil
+}
+
+// call posts a request; its answer is read by a goroutine of its own,
+// and the next message waits only until the request is out (see
+// callSettle).
+func (b *bridge) call(m message) {
+	s := b.sess
+	b.out.track(m.key, m.id)
+	sent := make(chan struct{})
+	var once sync.Once
+	markSent := func() { once.Do(func() { close(sent) }) }
+	go b.runCall(s, m, markSent)
+	select {
+	case <-sent:
+	case <-s.ctx.Done():
+	}
+}
+
+// runCall posts request m on session s and passes its answer on: the
+// server's messages as they come, and a JSON-RPC error when no answer can
+// come (the request never left, the server went away, the stream ended
+// without it). A request already answered (by failAll, when the session
+// was given up) is not answered twice.
+func (b *bridge) runCall(s *session, m message, sent func()) {
+	defer sent()
+	var wrote atomic.Bool
+	ctx := withWrote(s.ctx, func() {
+		wrote.Store(true)
+		time.AfterFunc(callSettle, sent)
+	})
+	resp, err := b.do(ctx, http.MethodPost, s, m.raw, messageHeaders(m, s))
+	sent()
+	if err != nil {
+		msg := fmt.Sprintf("wraptool connect: could not send the request to the wraptool server at %s (%v); send it again", b.o.Address, err)
+		if wrote.Load() { // it was sent: the server died during the call
+			msg = fmt.Sprintf("wraptool connect: the wraptool server at %s went away before answering (%v); send the request again", b.o.Address, err)
+		}
+		b.out.fail(m.key, codeLost, msg)
+		b.report(s, transportEvent(s, err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		if e, ok := b.answerStatus(s, m, resp); ok {
+			b.report(s, e)
+		}
+		return
+	}
+	answered, tooLarge, err := b.readAnswer(resp, func(data []byte) bool { return b.out.forward(data, s.gen) == m.key })
+	if answered {
+		return
+	}
+	why := "the server ended its answer without a response (it may have stopped)"
+	switch {
+	case tooLarge:
+		why = fmt.Sprintf("the server's answer was larger than %d bytes and was dropped", MaxEventBytes)
+	case err != nil:
+		why = "the connection broke (the server may have stopped): " + err.Error()
+	}
+	b.out.fail(m.key, codeLost, fmt.Sprintf("wraptool connect: %s; send the request again", why))
+}
+
+// answerStatus answers request m refused at the HTTP level: with the
+// JSON-RPC error the server wrote, else one saying the status. It returns
+// the event the status means for the session, if any.
+func (b *bridge) answerStatus(s *session, m message, resp *http.Response) (event, bool) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if e, ok := statusEvent(s, resp, body); ok {
+		b.out.fail(m.key, codeLost, fmt.Sprintf("wraptool connect: the server answered %s to this request", resp.Status))
+		return e, true
+	}
+	if isJSON(resp) && b.out.forward(body, s.gen) == m.key {
+		return event{}, false
+	}
+	b.out.fail(m.key, codeLost, fmt.Sprintf("wraptool connect: the server answered %s: %s", resp.Status, excerpt(body)))
+	return event{}, false
+}
+
+// report tells the manager about trouble on session s, unless s was given
+// up meanwhile.
+func (b *bridge) report(s *session, e event) {
+	select {
+	case b.events <- e:
+	case <-s.ctx.Done():
+	}
+}
