@@ -58,6 +58,23 @@ func startWraptool(t *testing.T, env []string, args ...string) (stdout, stderr *
 	return stdout, stderr, done
 }
 
+// waitStdout waits (bounded) until stdout holds every one of wants and
+// returns it, or what it holds when the wait ends. The child writes its
+// set-up before it logs "serving MCP", but its stdout and stderr reach the
+// test through two pipes copied apart, so the log line can arrive first.
+func waitStdout(t *testing.T, stdout *logBuffer, wants ...string) string {
+	t.Helper()
+	waittest.Within(startTimeout, func() error {
+		for _, w := range wants {
+			if !strings.Contains(stdout.String(), w) {
+				return fmt.Errorf("stdout lacks %q", w)
+			}
+		}
+		return nil
+	})
+	return stdout.String()
+}
+
 // On first run serve writes the starter config and the token file it names,
 // each logged with its absolute path. The starter listens on the fixed port
 // 8717, which another process may hold: the files are written before the
@@ -165,11 +182,12 @@ func TestUpPrintsClientSetup(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := strings.TrimSpace(string(tokBytes))
-	out := stdout.String()
-	for _, want := range []string{
+	wants := []string{
 		"claude mcp add --transport http wraptool " + url + `/mcp --header "Authorization: Bearer ` + token + `"`,
 		"claude mcp add --transport sse wraptool " + url + `/sse --header "Authorization: Bearer ` + token + `"`,
-	} {
+	}
+	out := waitStdout(t, stdout, wants...)
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -244,8 +262,8 @@ func TestUpPrintsTheReviewUI(t *testing.T) {
 	}
 	sum := sha256.Sum256([]byte("wraptool-admin:" + strings.TrimSpace(string(tok))))
 	want := fmt.Sprintf("http://w-%x.localhost:%d/", sum[:8], adminPort)
-	if !strings.Contains(stdout.String(), "Review the assistant's requests at "+want) {
-		t.Errorf("stdout lacks the review UI %s:\n%s", want, stdout)
+	if out := waitStdout(t, stdout, "Review the assistant's requests at "+want); !strings.Contains(out, "Review the assistant's requests at "+want) {
+		t.Errorf("stdout lacks the review UI %s:\n%s", want, out)
 	}
 	if !strings.Contains(stderr.String(), "url="+want) || strings.Contains(stderr.String(), strings.TrimSpace(string(tok))) {
 		t.Errorf("the log lacks the UI's URL or carries the admin token:\n%s", stderr)
