@@ -3,12 +3,10 @@ package actors
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/wraptool/wraptool/messages"
-	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/jsonl"
 	"github.com/wraptool/wraptool/toolset"
@@ -298,51 +296,4 @@ func (a *Audit) append(ctx context.Context, path string, lines [][]byte) {
 		a.lost.Add(uint64(len(lines)))
 		a.log.Error("audit lines lost: the audit log could not be written", "file", path, "lines", len(lines), "error", err)
 	}
-}
-
-// policyChange compares two snapshots' exposed tools for a policy line:
-// the tools added and removed, and per tool in both, the flags added and
-// removed (the seeded help flags included). Slices are sorted, never nil.
-func policyChange(old, cur *policy.Policy) (added, removed []string, flagsAdded, flagsRemoved map[string][]string) {
-	added, removed = []string{}, []string{}
-	flagsAdded, flagsRemoved = map[string][]string{}, map[string][]string{}
-	flags := func(r *policy.Rule) []string {
-		var out []string
-		for _, f := range r.Flags() {
-			out = append(out, f.Flag)
-		}
-		return out
-	}
-	for _, r := range cur.Rules() {
-		before, ok := old.Rule(r.Name())
-		if !ok {
-			added = append(added, r.Name())
-			continue
-		}
-		was, now := flags(before), flags(r)
-		if plus := minus(now, was); len(plus) > 0 {
-			flagsAdded[r.Name()] = plus
-		}
-		if gone := minus(was, now); len(gone) > 0 {
-			flagsRemoved[r.Name()] = gone
-		}
-	}
-	for _, r := range old.Rules() {
-		if _, ok := cur.Rule(r.Name()); !ok {
-			removed = append(removed, r.Name())
-		}
-	}
-	return added, removed, flagsAdded, flagsRemoved
-}
-
-// minus is a without b's elements, sorted.
-func minus(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			out = append(out, x)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

@@ -150,7 +150,8 @@ func (h *PolicyHolder) auditChange(ctx context.Context, cause string, old, cur *
 		return
 	}
 	p := PolicyAudit{Cause: cause, Outcome: "applied", Old: old.AuditPolicy, New: cur.AuditPolicy}
-	p.ToolsAdded, p.ToolsRemoved, p.FlagsAdded, p.FlagsRemoved = policyChange(old.Policy, cur.Policy)
+	ch := policy.Diff(old.Policy, cur.Policy)
+	p.ToolsAdded, p.ToolsRemoved, p.FlagsAdded, p.FlagsRemoved = ch.ToolsAdded, ch.ToolsRemoved, ch.FlagsAdded, ch.FlagsRemoved
 	h.audit.Policy(ctx, cur.AuditPath(), p)
 }
 
