@@ -151,65 +151,48 @@ func refuseSession(w http.ResponseWriter, r *http.Request, status int, msg strin
 	http.Error(w, msg, status)
 }
 
-// bindingWriter tells created the session id an initialize's answer
+// newBindingWriter tells created the session id an initialize's answer
 // carries, as that answer's head is written (by WriteHeader, the first
 // Write or a Flush), before anything reaches the client.
-type bindingWriter struct {
-	http.ResponseWriter
-	created func(id string)
-	once    sync.Once
-}
-
-// writingHead tells created the id, the first time only.
-func (w *bindingWriter) writingHead() {
-	w.once.Do(func() {
-		if id := w.Header().Get(sessionHeader); id != "" {
-			w.created(id)
+func newBindingWriter(w http.ResponseWriter, created func(id string)) *headWriter {
+	hw := &headWriter{ResponseWriter: w}
+	hw.head = func(int) {
+		if id := hw.Header().Get(sessionHeader); id != "" {
+			created(id)
 		}
-	})
+	}
+	return hw
 }
 
-func (w *bindingWriter) WriteHeader(code int) {
-	w.writingHead()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *bindingWriter) Write(p []byte) (int, error) {
-	w.writingHead()
-	return w.ResponseWriter.Write(p)
-}
-
-// Flush keeps the answer flushable: the SDK flushes each event of a
-// stream, and an unwrapped flush would write the head past writingHead.
-func (w *bindingWriter) Flush() {
-	w.writingHead()
-	http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *bindingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// headWriter tells head the status of the answer as its head is written,
-// once.
+// headWriter tells head the status of the answer as its head is written
+// (by WriteHeader, the first Write or a Flush), once, before anything
+// reaches the client.
 type headWriter struct {
 	http.ResponseWriter
 	head func(code int)
 	once sync.Once
 }
 
+// writingHead tells head code, the first time only: the writes call it,
+// and so does a caller whose handler wrote nothing (net/http then writes a
+// 200 head after the handler returns).
+func (w *headWriter) writingHead(code int) { w.once.Do(func() { w.head(code) }) }
+
 func (w *headWriter) WriteHeader(code int) {
-	w.once.Do(func() { w.head(code) })
+	w.writingHead(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *headWriter) Write(p []byte) (int, error) {
-	w.once.Do(func() { w.head(http.StatusOK) })
+	w.writingHead(http.StatusOK)
 	return w.ResponseWriter.Write(p)
 }
 
-// Flush keeps the stream flushable; a flush before any head writes 200.
+// Flush keeps the answer flushable (the SDK flushes each event of a
+// stream; an unwrapped flush would write the head unseen); a flush before
+// any head writes 200.
 func (w *headWriter) Flush() {
-	w.once.Do(func() { w.head(http.StatusOK) })
+	w.writingHead(http.StatusOK)
 	http.NewResponseController(w.ResponseWriter).Flush()
 }
 

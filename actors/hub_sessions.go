@@ -60,14 +60,13 @@ func (sw *streamWatch) observe(next http.Handler) http.Handler {
 			cred, _ := r.Context().Value(credentialKey{}).(binding)
 			life, end := context.WithCancel(context.Background())
 			var evicted []string
-			bw := &bindingWriter{ResponseWriter: w}
-			bw.created = func(created string) { evicted = sw.bind(created, cred, end) }
+			bw := newBindingWriter(w, func(created string) { evicted = sw.bind(created, cred, end) })
 			next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, life)))
 			// A handler that wrote nothing has its head written by
 			// net/http after this returns; the binding comes first. The
 			// Once also makes evicted safe to read here, whichever
 			// goroutine wrote the head.
-			bw.writingHead()
+			bw.writingHead(http.StatusOK)
 			if w.Header().Get(sessionHeader) == "" {
 				end()
 			}

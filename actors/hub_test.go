@@ -1792,13 +1792,12 @@ func TestBindingWriterBindsBeforeTheHead(t *testing.T) {
 			t.Parallel()
 			rec := httptest.NewRecorder()
 			var headWritten []bool
-			bw := &bindingWriter{ResponseWriter: rec}
-			bw.created = func(id string) {
+			bw := newBindingWriter(rec, func(id string) {
 				if id != "S1" {
 					t.Errorf("created %q, want S1", id)
 				}
 				headWritten = append(headWritten, rec.Code != 0 || rec.Flushed || rec.Body.Len() > 0)
-			}
+			})
 			rec.Code = 0 // so a written head shows
 			bw.Header().Set(sessionHeader, "S1")
 			tt.write(bw)
