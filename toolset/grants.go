@@ -79,7 +79,10 @@ type grantUse struct {
 	id    string
 	once  bool
 	until time.Time
-	exact *requests.Call
+	// approved is when the grant was decided: among once-grants of both
+	// kinds the oldest is used.
+	approved time.Time
+	exact    *requests.Call
 	// all lists, oldest first, every grant a call needed together (each
 	// adds a flag it gives); nil when one grant alone allows it.
 	all []string
@@ -121,15 +124,10 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 		return out
 	}
 	timed := timedFirst(false)
-	// approved is when the grant a use names was decided, for choosing
-	// the oldest once-grant across both kinds.
-	approved := map[*grantUse]time.Time{}
 	capability := func(list []CapabilityGrant) (policy.Decision, *grantUse) {
 		for _, c := range list {
 			if d := c.Policy.Evaluate(call); d.Allowed() {
-				u := &grantUse{id: c.ID, once: c.Once, until: c.Until}
-				approved[u] = c.Approved
-				return d, u
+				return d, &grantUse{id: c.ID, once: c.Once, until: c.Until, approved: c.Approved}
 			}
 		}
 		return policy.Decision{}, nil
@@ -160,9 +158,7 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 				continue
 			}
 			if d := st.base().EvaluateExact(call); d.Allowed() {
-				u := &grantUse{id: e.ID, once: e.Once, until: e.Until, exact: &e.Call}
-				approved[u] = e.Approved
-				return d, u
+				return d, &grantUse{id: e.ID, once: e.Once, until: e.Until, approved: e.Approved, exact: &e.Call}
 			}
 		}
 		return policy.Decision{}, nil
@@ -173,7 +169,7 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 	// Among once-grants the oldest is used, whichever its kind.
 	dc, uc := capability(timedFirst(true))
 	de, ue := exact(true)
-	if uc != nil && (ue == nil || !approved[ue].Before(approved[uc])) {
+	if uc != nil && (ue == nil || !ue.approved.Before(uc.approved)) {
 		return dc, uc
 	}
 	return de, ue
