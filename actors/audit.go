@@ -45,14 +45,12 @@ const auditBatch = 256
 // StopWaiting is called (one attempt is still made), so no other process
 // can keep the server from stopping.
 type Audit struct {
-	queue  chan messages.AuditLine
-	limit  int64
-	keep   int
-	log    *slog.Logger
-	now    func() time.Time
-	done   chan struct{}
-	waited atomic.Uint64
-	lost   atomic.Uint64
+	queue   <-chan messages.AuditLine
+	limit   int64
+	keep    int
+	log     *slog.Logger
+	stopped chan<- struct{}
+	counts  *AuditCounts
 
 	waits    context.Context
 	endWaits context.CancelFunc
@@ -62,55 +60,68 @@ type Audit struct {
 // AuditOptions configure an Audit. The zero value is the README's
 // figures.
 type AuditOptions struct {
-	// Lines is the queue (the wiring's AuditLines link); nil makes one of
-	// length Queue.
-	Lines chan messages.AuditLine
-	// Queue is the length of the queue made when Lines is nil; zero means
-	// AuditQueue.
-	Queue int
+	// Lines is the queue (the wiring's AuditLines link, of length
+	// AuditQueue); its senders hold it as an AuditSender.
+	Lines <-chan messages.AuditLine
+	// Stopped is closed when Run returns, so a sender never waits for room
+	// that no writer will make.
+	Stopped chan<- struct{}
+	// Counts are shared with the senders' AuditSender: the lines that
+	// waited, and those lost; nil counts nothing.
+	Counts *AuditCounts
 	// MaxBytes is the size past which a file rotates; zero means
 	// AuditMaxBytes, negative never.
 	MaxBytes int64
 	// Keep is how many rotated files are kept; zero means AuditKeep.
 	Keep int
-	// Now stamps policy lines; nil means time.Now.
-	Now func() time.Time
 	// Log receives write failures; nil discards them.
 	Log *slog.Logger
 }
 
 // NewAudit builds the writer; Run serves it.
 func NewAudit(o AuditOptions) *Audit {
-	if o.Queue <= 0 {
-		o.Queue = AuditQueue
-	}
 	if o.MaxBytes == 0 {
 		o.MaxBytes = AuditMaxBytes
 	}
 	if o.Keep <= 0 {
 		o.Keep = AuditKeep
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Lines == nil {
-		o.Lines = make(chan messages.AuditLine, o.Queue)
+	if o.Counts == nil {
+		o.Counts = &AuditCounts{}
 	}
 	waits, endWaits := context.WithCancel(context.Background())
-	return &Audit{queue: o.Lines, limit: o.MaxBytes, keep: o.Keep,
-		log: logger(o.Log, "audit"), now: o.Now, done: make(chan struct{}), waits: waits, endWaits: endWaits,
-		files: map[string]*jsonl.Rotating{}}
+	return &Audit{queue: o.Lines, limit: o.MaxBytes, keep: o.Keep, log: logger(o.Log, "audit"), stopped: o.Stopped,
+		counts: o.Counts, waits: waits, endWaits: endWaits, files: map[string]*jsonl.Rotating{}}
+}
+
+// AuditCounts are the audit trail's health counters, shared by the
+// senders (an AuditSender counts the lines that waited, and those it could
+// not queue) and the writer (the lines it could not write), and read by the
+// metrics scrape. Atomic, so they need no owner.
+type AuditCounts struct{ waited, lost atomic.Uint64 }
+
+// AuditSender is the audit writer's inbox as its senders hold it: the tool
+// handlers (through each snapshot's Auditor), the policy holder and the
+// loader's rejections. A nil *AuditSender audits nothing.
+type AuditSender struct {
+	// Lines is the writer's queue; Stopped is closed once it has stopped.
+	Lines   chan<- messages.AuditLine
+	Stopped <-chan struct{}
+	// Counts are shared with the writer.
+	Counts *AuditCounts
+	// Now stamps policy lines; nil means time.Now.
+	Now func() time.Time
+	// Log receives the lines not written; nil discards them.
+	Log *slog.Logger
 }
 
 // Waited counts the lines whose sender found the queue full and waited
-// for room: a sign the disk is slower than the calls (for metrics). Safe
-// for concurrent use.
-func (a *Audit) Waited() uint64 { return a.waited.Load() }
+// for room: a sign the disk is slower than the calls (for metrics).
+func (c *AuditCounts) Waited() uint64 { return c.waited.Load() }
 
 // Lost counts the lines that could not be written after every attempt,
-// or could not be queued before their sender's context ended. Safe for
-// concurrent use.
-func (a *Audit) Lost() uint64 { return a.lost.Load() }
+// or could not be queued before their sender's context ended.
+func (c *AuditCounts) Lost() uint64 { return c.lost.Load() }
 
 // StopWaiting makes every wait for a file's lock, now and later, give up
 // after one attempt. It never blocks: it is a run-group interrupt.
@@ -121,7 +132,7 @@ func (a *Audit) StopWaiting() { a.endWaits() }
 // here (toolset.CallAudit.Bounded), whoever built it — an upstream tool's
 // line carries the client's name and the upstream's error text — so no
 // call can flush the trail by volume.
-func (a *Audit) For(path string) toolset.Auditor {
+func (a *AuditSender) For(path string) toolset.Auditor {
 	return func(ctx context.Context, c toolset.CallAudit) {
 		c.Event = "call"
 		a.enqueue(ctx, path, c.Bounded())
@@ -157,53 +168,60 @@ type PolicyAudit struct {
 	FlagsRemoved map[string][]string `json:"flags_removed"`
 }
 
-// Policy queues a policy line for the audit log at path; a nil Audit or
+// Policy queues a policy line for the audit log at path; a nil queue or
 // an empty path (the audit log is off) records nothing. It waits for room
 // in the queue while ctx lasts, like a call's line.
-func (a *Audit) Policy(ctx context.Context, path string, p PolicyAudit) {
+func (a *AuditSender) Policy(ctx context.Context, path string, p PolicyAudit) {
 	if a == nil || path == "" {
 		return
 	}
 	p.Event = "policy"
 	if p.Time.IsZero() {
-		p.Time = a.now().UTC()
+		now := time.Now
+		if a.Now != nil {
+			now = a.Now
+		}
+		p.Time = now().UTC()
 	}
 	a.enqueue(ctx, path, p)
 }
 
 // enqueue encodes v and queues it: at once when there is room, else
 // waiting (counted) until there is, ctx ends or the writer has stopped.
-func (a *Audit) enqueue(ctx context.Context, path string, v any) {
+func (a *AuditSender) enqueue(ctx context.Context, path string, v any) {
 	line, err := jsonl.Encode(v)
 	if err != nil {
-		a.lost.Add(1)
-		a.log.Error("audit line does not encode; not written", "error", err)
+		a.Counts.lost.Add(1)
+		a.logger().Error("audit line does not encode; not written", "error", err)
 		return
 	}
 	m := messages.AuditLine{Path: path, Line: line}
 	select {
-	case <-a.done:
-		a.lost.Add(1)
-		a.log.Error("audit line not written: the writer has stopped", "file", path)
+	case <-a.Stopped:
+		a.Counts.lost.Add(1)
+		a.logger().Error("audit line not written: the writer has stopped", "file", path)
 		return
 	default:
 	}
 	select {
-	case a.queue <- m:
+	case a.Lines <- m:
 		return
 	default:
 	}
-	a.waited.Add(1)
+	a.Counts.waited.Add(1)
 	select {
-	case a.queue <- m:
+	case a.Lines <- m:
 	case <-ctx.Done():
-		a.lost.Add(1)
-		a.log.Error("audit line not written: the queue stayed full until the call ended", "file", path)
-	case <-a.done:
-		a.lost.Add(1)
-		a.log.Error("audit line not written: the writer has stopped", "file", path)
+		a.Counts.lost.Add(1)
+		a.logger().Error("audit line not written: the queue stayed full until the call ended", "file", path)
+	case <-a.Stopped:
+		a.Counts.lost.Add(1)
+		a.logger().Error("audit line not written: the writer has stopped", "file", path)
 	}
 }
+
+// logger is the queue's log, or one that discards.
+func (a *AuditSender) logger() *slog.Logger { return logger(a.Log, "audit") }
 
 // Run appends queued lines until ctx is done, then writes what is still
 // queued and returns.
@@ -213,7 +231,9 @@ func (a *Audit) Run(ctx context.Context) error {
 			f.Close()
 		}
 	}()
-	defer close(a.done)
+	if a.stopped != nil {
+		defer close(a.stopped)
+	}
 	// Lock waits end with StopWaiting; the loop runs until ctx ends.
 	lockCtx := a.waits
 	batch := make([]messages.AuditLine, 0, auditBatch)
@@ -293,7 +313,7 @@ func (a *Audit) append(ctx context.Context, path string, lines [][]byte) {
 		}
 	}
 	if len(lines) > 0 {
-		a.lost.Add(uint64(len(lines)))
+		a.counts.lost.Add(uint64(len(lines)))
 		a.log.Error("audit lines lost: the audit log could not be written", "file", path, "lines", len(lines), "error", err)
 	}
 }

@@ -75,8 +75,8 @@ func runAudit(t *testing.T, a *Audit) (stop func()) {
 func TestAuditLosesNothingUnder64Callers(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	a := NewAudit(AuditOptions{Queue: 8, MaxBytes: 16 << 10, Keep: 50})
-	stop := runAudit(t, a)
+	a := newAudit(AuditOptions{MaxBytes: 16 << 10, Keep: 50}, 8)
+	stop := runAudit(t, a.Audit)
 	record := a.For(path)
 	const callers, each = 64, 50
 	var wg sync.WaitGroup
@@ -116,7 +116,7 @@ func TestAuditLosesNothingUnder64Callers(t *testing.T) {
 func TestAuditFullQueueWaitsAndCounts(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	a := NewAudit(AuditOptions{Queue: 2})
+	a := newAudit(AuditOptions{}, 2)
 	record := a.For(path)
 	record(context.Background(), toolset.CallAudit{Tool: "one"})
 	record(context.Background(), toolset.CallAudit{Tool: "two"})
@@ -136,7 +136,7 @@ func TestAuditFullQueueWaitsAndCounts(t *testing.T) {
 	if a.Waited() != 1 {
 		t.Errorf("Waited = %d, want 1", a.Waited())
 	}
-	stop := runAudit(t, a)
+	stop := runAudit(t, a.Audit)
 	<-queued // the writer made room
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -158,7 +158,7 @@ func TestAuditFullQueueWaitsAndCounts(t *testing.T) {
 // A caller waiting on a full queue gives up when its context ends.
 func TestAuditWaitEndsWithContext(t *testing.T) {
 	t.Parallel()
-	a := NewAudit(AuditOptions{Queue: 1})
+	a := newAudit(AuditOptions{}, 1)
 	record := a.For(filepath.Join(t.TempDir(), "audit.jsonl"))
 	record(context.Background(), toolset.CallAudit{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -174,8 +174,8 @@ func TestAuditWaitEndsWithContext(t *testing.T) {
 func TestAuditWritesEachLineToItsFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	a := NewAudit(AuditOptions{})
-	stop := runAudit(t, a)
+	a := newAudit(AuditOptions{}, 0)
+	stop := runAudit(t, a.Audit)
 	x, y := filepath.Join(dir, "x.jsonl"), filepath.Join(dir, "y.jsonl")
 	for i := range 6 {
 		path := x
@@ -223,7 +223,7 @@ func BenchmarkAuditCall(b *testing.B) {
 		b.Run(fmt.Sprintf("audit=%v", withAudit), func(b *testing.B) {
 			st := &toolset.State{Policy: p, PolicyHash: "h", AuditPolicy: "h"}
 			if withAudit {
-				a := NewAudit(AuditOptions{})
+				a := newAudit(AuditOptions{}, 0)
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
 				go func() { a.Run(ctx); close(done) }()
@@ -250,14 +250,15 @@ func TestPolicyHolderAuditsChanges(t *testing.T) {
 	t.Parallel()
 	f := newConfigFixture(t)
 	getenv := func(string) string { return "" }
-	a := NewAudit(AuditOptions{})
-	stopAudit := runAudit(t, a)
-	shared := Shared{Audit: a}
+	a := newAudit(AuditOptions{}, 0)
+	stopAudit := runAudit(t, a.Audit)
+	shared := Shared{Audit: a.AuditSender}
 	in := make(chan messages.ConfigLoaded)
 	grants := make(chan messages.GrantsChanged)
+	rejected := make(chan messages.ConfigRejected)
 	swapped := make(messages.Doorbell, 1)
 	h := NewPolicyHolder(PolicyHolderOptions{Initial: NewSnapshot(f.load(t), nil, shared, getenv), Shared: shared, Getenv: getenv,
-		Loaded: in, Grants: grants, ToolsetChanged: swapped, WatchSetChanged: make(messages.Doorbell, 1)})
+		Loaded: in, Rejected: rejected, Grants: grants, ToolsetChanged: swapped, WatchSetChanged: make(messages.Doorbell, 1)})
 	stop := start(t, h)
 	first := h.Current().AuditPolicy
 
@@ -267,7 +268,7 @@ func TestPolicyHolderAuditsChanges(t *testing.T) {
 	in <- messages.ConfigLoaded{Loaded: f.load(t), Cause: "SIGHUP"}
 	receive(t, swapped, "the second swap")
 	second := h.Current().AuditPolicy
-	h.AuditRejected(t.Context(), "file", errors.New("config.yaml:3: bad"))
+	rejected <- messages.ConfigRejected{Cause: "file", Err: errors.New("config.yaml:3: bad")}
 	grants <- messages.GrantsChanged{Cause: "grant_expired"} // no grants before or after: no line
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -299,4 +300,23 @@ func TestPolicyHolderAuditsChanges(t *testing.T) {
 	if r := got[2]; r.Cause != "file" || r.Outcome != "rejected" || r.Old != second || r.New != "" || r.Error != "config.yaml:3: bad" {
 		t.Errorf("rejected line: %+v", r)
 	}
+}
+
+// auditPair is an audit writer and the sender end its callers hold, wired
+// as serve wires them.
+type auditPair struct {
+	*Audit
+	*AuditSender
+	*AuditCounts
+}
+
+// newAudit builds a writer whose queue holds queue lines (AuditQueue for
+// 0), and its sender.
+func newAudit(o AuditOptions, queue int) auditPair {
+	if queue <= 0 {
+		queue = AuditQueue
+	}
+	lines, stopped, counts := make(chan messages.AuditLine, queue), make(chan struct{}), &AuditCounts{}
+	o.Lines, o.Stopped, o.Counts = lines, stopped, counts
+	return auditPair{NewAudit(o), &AuditSender{Lines: lines, Stopped: stopped, Counts: counts}, counts}
 }

@@ -81,7 +81,7 @@ func wraptoolBenchServer(b *testing.B) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "wraptool-bench", Version: "v0"}, &mcp.ServerOptions{Logger: log})
 	snap := &Snapshot{State: toolset.State{Policy: benchPolicy(b), Runtimes: map[string]toolset.Runtime{"fake": {}}},
 		Config: &config.Config{}}
-	NewRegistry(RegistryOptions{Server: s, Snapshots: newTestSnapshots(snap), Calls: b.Context(), Log: log}).Prime()
+	NewRegistry(RegistryOptions{Server: s, Snapshots: newTestSnapshots(snap), Log: log}).Prime()
 	return s
 }
 

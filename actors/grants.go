@@ -26,9 +26,9 @@ type Grants struct {
 	changed   messages.Doorbell
 	snapshots Snapshots
 	out       chan<- messages.GrantsChanged
-	waits     chan messages.AwaitDecision
+	waits     <-chan messages.AwaitDecision
 	log       *slog.Logger
-	done      chan struct{}
+	stopped   chan<- struct{}
 
 	// waiting are the calls waiting for a decision, by request id.
 	waiting map[string][]messages.AwaitDecision
@@ -41,7 +41,8 @@ type Grants struct {
 
 // GrantsOptions configure a Grants.
 type GrantsOptions struct {
-	// Snapshots give the request log's path (see also Follow).
+	// Snapshots give the request log's path once serving (Prime is given
+	// the first config's).
 	Snapshots Snapshots
 	// LogChanged is rung by the watcher when the request log changes.
 	LogChanged messages.Doorbell
@@ -49,18 +50,18 @@ type GrantsOptions struct {
 	Out chan<- messages.GrantsChanged
 	// Log receives the ignored lines and the grants' comings and goings.
 	Log *slog.Logger
-	// Waits carries the request tool's waits for decisions (Await); nil
-	// makes its own.
-	Waits chan messages.AwaitDecision
+	// Waits carries the request tool's waits for decisions; its senders
+	// hold it as messages.GrantsLinks.
+	Waits <-chan messages.AwaitDecision
+	// Stopped is closed when Run returns, so a wait never blocks on an
+	// actor that no longer reads Waits.
+	Stopped chan<- struct{}
 }
 
 // NewGrants reads nothing until Prime or Run.
 func NewGrants(o GrantsOptions) *Grants {
-	if o.Waits == nil {
-		o.Waits = make(chan messages.AwaitDecision)
-	}
 	return &Grants{changed: o.LogChanged, snapshots: o.Snapshots, out: o.Out, waits: o.Waits, log: logger(o.Log, "grants"),
-		done: make(chan struct{}), waiting: map[string][]messages.AwaitDecision{},
+		stopped: o.Stopped, waiting: map[string][]messages.AwaitDecision{},
 		used: map[string]bool{}, warned: map[string]bool{}}
 }
 
@@ -68,29 +69,6 @@ func NewGrants(o GrantsOptions) *Grants {
 // decision, besides every change the watcher reports: a decision written
 // by any writer ends a wait within it even if a file event was missed.
 const DecisionPoll = time.Second
-
-// Watch registers a wait for request id's decision, by any writer (the
-// CLI, watch, the admin UI, a client): the folded record arrives on the
-// returned channel (buffer 1) once it is decided; the channel is closed
-// without a value when the actor stops first. The wait is forgotten once
-// ctx ends (the request stays as it is). It is the request tool's
-// toolset.Watcher: a wait holds no lock, and no goroutine beyond the
-// caller's own.
-func (g *Grants) Watch(ctx context.Context, id string) (<-chan requests.Record, error) {
-	reply := make(chan requests.Record, 1)
-	select {
-	case g.waits <- messages.AwaitDecision{ID: id, Done: ctx.Done(), Reply: reply}:
-		return reply, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-g.done:
-		return nil, ErrStopped
-	}
-}
-
-// Follow sets where the log's path comes from once serving: the policy
-// holder, which is built after Prime. Call it before Run.
-func (g *Grants) Follow(s Snapshots) { g.snapshots = s }
 
 // Prime reads the log at path (the first config's request log) and returns
 // the grants in force now, which the first snapshot carries: a grant
@@ -104,7 +82,9 @@ func (g *Grants) Prime(path string) []*requests.Record {
 
 // Run follows the log until ctx is done.
 func (g *Grants) Run(ctx context.Context) error {
-	defer close(g.done)
+	if g.stopped != nil {
+		defer close(g.stopped)
+	}
 	// A wait still registered when the actor stops (the server is
 	// stopping) hears so at once: its reply channel is closed.
 	defer func() {

@@ -180,14 +180,17 @@ func TestGrantsAnswerWaits(t *testing.T) {
 		deny(early)
 
 		snaps := newTestSnapshots(&Snapshot{Config: &config.Config{MCP: config.MCP{RequestLog: path}}})
-		g := NewGrants(GrantsOptions{Snapshots: snaps, LogChanged: make(messages.Doorbell, 1), Out: make(chan messages.GrantsChanged, 16)})
+		waits, stopped := make(chan messages.AwaitDecision), make(chan struct{})
+		g := NewGrants(GrantsOptions{Snapshots: snaps, LogChanged: make(messages.Doorbell, 1), Out: make(chan messages.GrantsChanged, 16),
+			Waits: waits, Stopped: stopped})
+		links := messages.GrantsLinks{Waits: waits, Stopped: stopped}
 		g.Prime(path)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { g.Run(ctx); close(done) }()
 
 		watch := func(ctx context.Context, id string) <-chan requests.Record {
-			ch, err := g.Watch(ctx, id)
+			ch, err := links.Watch(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +237,7 @@ func TestGrantsAnswerWaits(t *testing.T) {
 		if r, ok := <-n; ok {
 			t.Errorf("a wait still registered at the stop got %+v, want its channel closed", r)
 		}
-		if _, err := g.Watch(t.Context(), never); err == nil {
+		if _, err := links.Watch(t.Context(), never); err == nil {
 			t.Errorf("Watch after the actor stopped: no error")
 		}
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/toolset"
 )
 
 // wait bounds every wait for something that must happen. It is generous
@@ -307,3 +308,9 @@ func replaceFile(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// Current is the snapshot h published last: what its tests look at.
+func (h *PolicyHolder) Current() *Snapshot { return h.cur.Current() }
+
+// State is the tool-call state of the snapshot h published last.
+func (h *PolicyHolder) State() *toolset.State { return h.cur.State() }

@@ -69,8 +69,8 @@ type Hub struct {
 	transport  string
 	listen     string
 	snapshots  Snapshots
-	runs       context.Context    // done when in-flight tool runs must be killed
-	abortCalls context.CancelFunc // ends runs
+	runs       context.Context // done when in-flight tool runs must be killed
+	abortCalls func()          // ends runs and closes HubOptions.KillCalls
 	grace      time.Duration
 	// bodyTimeout, idleTimeout and maxConns are the HubOptions limits,
 	// defaults applied.
@@ -136,6 +136,11 @@ type HubOptions struct {
 	// MaxSessions bounds the Streamable HTTP sessions open at once; zero
 	// means MaxSessions.
 	MaxSessions int
+	// KillCalls, when not nil, is closed when in-flight tool runs must be
+	// killed: once the shutdown grace period is over, and at the latest
+	// when Run returns. The registry's tool handlers run their children
+	// until then (see RegistryOptions.KillCalls).
+	KillCalls chan<- struct{}
 }
 
 // NewHub serves server as o says. It binds nothing until Listen.
@@ -158,7 +163,14 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = MaxSessions
 	}
-	runs, abort := context.WithCancel(context.Background())
+	runs, cancelRuns := context.WithCancel(context.Background())
+	var killOnce sync.Once
+	abort := func() {
+		cancelRuns()
+		if o.KillCalls != nil {
+			killOnce.Do(func() { close(o.KillCalls) })
+		}
+	}
 	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, snapshots: o.Snapshots,
 		runs: runs, abortCalls: abort, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
 		maxConns: o.MaxConns, ready: o.Ready, log: log.With("component", "hub"), idle: make(chan struct{}),
@@ -262,11 +274,6 @@ func (h *Hub) URL() string {
 	}
 	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
-
-// Calls is done when in-flight tool runs must be killed: once the shutdown
-// grace period is over, and at the latest when Run returns. Every wrapped
-// tool's run derives from it (see RegistryOptions.Calls).
-func (h *Hub) Calls() context.Context { return h.runs }
 
 // token is the bearer token required now: the snapshot's, "" for none.
 // confinement is the snapshot's confinement, for /healthz; "off" for a hub

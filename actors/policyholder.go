@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy"
@@ -24,10 +23,11 @@ type PolicyHolder struct {
 	shared         Shared
 	getenv         func(string) string
 	setLevel       func(string)
-	audit          *Audit
+	rejected       <-chan messages.ConfigRejected
+	audit          *AuditSender
 	log            *slog.Logger
 
-	cur       atomic.Pointer[Snapshot]
+	cur       *Published
 	listening listeners
 	// dormant are the dormant grants logged, with why, so each is logged
 	// once per reason.
@@ -38,6 +38,9 @@ type PolicyHolder struct {
 type PolicyHolderOptions struct {
 	// Initial is the snapshot in service at start.
 	Initial *Snapshot
+	// Publish is where the holder publishes each snapshot, and where every
+	// reader loads it; nil publishes to a Published of its own (a test's).
+	Publish *Published
 	// Shared are the slots and reaper every snapshot carries.
 	Shared Shared
 	// Getenv reads the server's environment (children's PATH and HOME);
@@ -48,6 +51,9 @@ type PolicyHolderOptions struct {
 	SetLevel func(string)
 	// Loaded is the loader's output.
 	Loaded <-chan messages.ConfigLoaded
+	// Rejected brings the reloads whose config did not load, audited
+	// against the policy that stays in service; nil means none.
+	Rejected <-chan messages.ConfigRejected
 	// Grants brings the grants in force from the grants actor; nil means
 	// no grants.
 	Grants <-chan messages.GrantsChanged
@@ -57,7 +63,7 @@ type PolicyHolderOptions struct {
 	// Audit receives a policy line for every snapshot whose policy or
 	// grants differ from the last, and for every rejected reload; nil
 	// means Shared.Audit.
-	Audit *Audit
+	Audit *AuditSender
 	// Log receives "config reloaded"; nil discards it.
 	Log *slog.Logger
 }
@@ -77,43 +83,42 @@ func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
 	if o.Audit == nil {
 		o.Audit = o.Shared.Audit
 	}
-	h := &PolicyHolder{in: o.Loaded, audit: o.Audit, grants: o.Grants, dormant: map[string]string{}, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
+	if o.Publish == nil {
+		o.Publish = NewPublished()
+	}
+	h := &PolicyHolder{in: o.Loaded, rejected: o.Rejected, cur: o.Publish, audit: o.Audit, grants: o.Grants, dormant: map[string]string{}, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
 		shared: o.Shared, getenv: o.Getenv, setLevel: o.SetLevel, log: logger(o.Log, "policy"),
 		listening: listenersOf(o.Initial)}
-	h.cur.Store(o.Initial)
+	h.cur.cur.Store(o.Initial)
 	h.logDormant(o.Initial)
 	return h
 }
-
-// Current returns the snapshot in service. Safe for concurrent use.
-func (h *PolicyHolder) Current() *Snapshot { return h.cur.Load() }
-
-// State returns the tool-call state of the snapshot in service.
-func (h *PolicyHolder) State() *toolset.State { return &h.cur.Load().State }
 
 // Run swaps in each loaded configuration until ctx is done. It first
 // audits the policy it starts with (cause "start"), so the audit log says
 // what was in force before the first call.
 func (h *PolicyHolder) Run(ctx context.Context) error {
-	start := h.cur.Load()
+	start := h.cur.Current()
 	h.auditChange(ctx, "start", &Snapshot{State: toolset.State{Policy: emptyPolicy}}, start)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case m := <-h.rejected:
+			h.auditRejected(ctx, m.Cause, m.Err)
 		case m := <-h.grants:
 			// Only the grants changed: the same load, a new overlay. No
 			// "config reloaded" line; the registry sends a list_changed
 			// only if the tools did change.
-			old := h.cur.Load()
+			old := h.cur.Current()
 			snap := NewSnapshot(old.Loaded, m.Grants, h.shared, h.getenv)
-			h.cur.Store(snap)
+			h.cur.cur.Store(snap)
 			h.auditChange(ctx, m.Cause, old, snap)
 			h.logDormant(snap)
 			h.log.Debug("grants changed", "cause", m.Cause, "in_force", len(m.Grants), "exposed", len(snap.Policy.Rules()))
 			ring(h.toolsetChanged)
 		case m := <-h.in:
-			old := h.cur.Load()
+			old := h.cur.Current()
 			snap := NewSnapshot(m.Loaded, old.Grants, h.shared, h.getenv)
 			if now := listenersOf(snap); now != h.listening {
 				h.log.Warn("listener settings changed; they take effect after a restart",
@@ -121,7 +126,7 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 					"running.mcp.transport", h.listening.transport, "running.mcp.listen", h.listening.listen,
 					"running.admin.listen", h.listening.admin)
 			}
-			h.cur.Store(snap)
+			h.cur.cur.Store(snap)
 			h.auditChange(ctx, strings.ToLower(m.Cause), old, snap)
 			h.logDormant(snap)
 			if h.setLevel != nil {
@@ -155,12 +160,11 @@ func (h *PolicyHolder) auditChange(ctx context.Context, cause string, old, cur *
 	h.audit.Policy(ctx, cur.AuditPath(), p)
 }
 
-// AuditRejected writes the policy line of a reload whose config did not
-// load (the loader's Rejected): the policy in service stays, and the line
-// says why. cause is the loader's ("file" or "SIGHUP"). Safe for
-// concurrent use.
-func (h *PolicyHolder) AuditRejected(ctx context.Context, cause string, err error) {
-	cur := h.cur.Load()
+// auditRejected writes the policy line of a reload whose config did not
+// load (the loader's ConfigRejected): the policy in service stays, and the
+// line says why. cause is the loader's ("file" or "SIGHUP").
+func (h *PolicyHolder) auditRejected(ctx context.Context, cause string, err error) {
+	cur := h.cur.Current()
 	if h.audit == nil || cur.AuditPath() == "" {
 		return
 	}

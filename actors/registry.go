@@ -39,8 +39,10 @@ type Registry struct {
 
 	exposed  map[string][]byte                 // name → the definition's JSON and binding
 	upstream map[string]messages.UpstreamTools // server → its latest offer
-	states   chan messages.UpstreamStates
-	done     chan struct{}
+	states   <-chan messages.UpstreamStates
+	kill     <-chan struct{}
+	endCalls context.CancelFunc
+	stopped  chan<- struct{}
 	notices  map[string]bool // the upstream refusals logged and still true
 }
 
@@ -51,9 +53,15 @@ type RegistryOptions struct {
 	// Snapshots gives the policy to expose and, to each call, the state it
 	// runs with.
 	Snapshots Snapshots
-	// Calls is done when in-flight runs must be killed (the hub's, at the
-	// end of the shutdown grace); nil means never.
-	Calls context.Context
+	// KillCalls is closed when in-flight runs must be killed (by the hub,
+	// at the end of the shutdown grace); nil means never.
+	KillCalls <-chan struct{}
+	// States carries the metrics scrape's questions about the upstream
+	// servers' state.
+	States <-chan messages.UpstreamStates
+	// Stopped is closed when Run returns, so a scrape never waits on a
+	// registry that no longer reads States.
+	Stopped chan<- struct{}
 	// ToolsetChanged is rung by the policy holder after each swap.
 	ToolsetChanged messages.Doorbell
 	// Offers brings the upstream clients' tool offers and withdrawals; nil means
@@ -65,25 +73,11 @@ type RegistryOptions struct {
 
 // NewRegistry manages o.Server's wrapped tools.
 func NewRegistry(o RegistryOptions) *Registry {
-	if o.Calls == nil {
-		o.Calls = context.Background()
-	}
-	return &Registry{changed: o.ToolsetChanged, offers: o.Offers, server: o.Server, snapshots: o.Snapshots, calls: o.Calls,
-		log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"), exposed: map[string][]byte{},
-		upstream: map[string]messages.UpstreamTools{}, notices: map[string]bool{},
-		states: make(chan messages.UpstreamStates), done: make(chan struct{})}
-}
-
-// UpstreamStates is each upstream server's state ("running" while it
-// offers tools, "down" once its upstream client withdrew them), asked of the
-// registry while ctx lasts; nil when it has stopped or ctx ended.
-func (r *Registry) UpstreamStates(ctx context.Context) map[string]string {
-	reply := make(chan map[string]string, 1)
-	states, err := roundTrip(ctx, r.done, r.states, messages.UpstreamStates{Reply: reply}, reply)
-	if err != nil {
-		return nil
-	}
-	return states
+	calls, endCalls := context.WithCancel(context.Background())
+	return &Registry{changed: o.ToolsetChanged, offers: o.Offers, server: o.Server, snapshots: o.Snapshots, calls: calls,
+		endCalls: endCalls, kill: o.KillCalls, log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"),
+		exposed: map[string][]byte{}, upstream: map[string]messages.UpstreamTools{}, notices: map[string]bool{},
+		states: o.States, stopped: o.Stopped}
 }
 
 // Prime registers the current snapshot's tools. Call it once, before Run and
@@ -95,12 +89,25 @@ func (r *Registry) Prime() {
 // Run applies the policy in service each time it changes, and each offer as
 // it comes, until ctx is done. A burst of rings is one diff, against the
 // latest snapshot.
+//
+// Each upstream server's state ("running" while it offers tools, "down"
+// once its upstream client withdrew them) is answered on the question's
+// reply. When KillCalls closes, every tool run the registry's handlers
+// started is killed at once.
 func (r *Registry) Run(ctx context.Context) error {
-	defer close(r.done)
+	if r.stopped != nil {
+		defer close(r.stopped)
+	}
+	// Runs end at the latest with the registry: nothing is left to answer them.
+	defer r.endCalls()
+	kill := r.kill
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-kill:
+			r.endCalls()
+			kill = nil
 		case <-r.changed:
 			r.apply()
 		case q := <-r.states:

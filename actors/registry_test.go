@@ -86,7 +86,7 @@ func newRegistry(t *testing.T, first *policy.Policy) *registryHarness {
 	h.server.AddTool(toolset.RequestDefinition(), func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	})
-	h.reg = NewRegistry(RegistryOptions{Server: h.server, Snapshots: h.snaps, Calls: t.Context(), ToolsetChanged: h.changed,
+	h.reg = NewRegistry(RegistryOptions{Server: h.server, Snapshots: h.snaps, ToolsetChanged: h.changed,
 		Offers: h.offers, Log: log})
 	// As serve does: prime before any client connects.
 	h.reg.Prime()

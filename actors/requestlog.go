@@ -21,15 +21,15 @@ import (
 // moment StopWaiting is called (serve calls it when shutdown begins), so no
 // lock held by another process can keep the server from stopping.
 type RequestLog struct {
-	in        chan messages.AppendRequest
-	uses      chan messages.UseGrant
-	decides   chan messages.DecideRequest
-	queries   chan messages.PendingQuery
+	in        <-chan messages.AppendRequest
+	uses      <-chan messages.UseGrant
+	decides   <-chan messages.DecideRequest
+	queries   <-chan messages.PendingQuery
 	filed     chan<- messages.RequestFiled
 	snapshots Snapshots
 	now       func() time.Time
 	log       *slog.Logger
-	done      chan struct{}
+	stopped   chan<- struct{}
 	// waits ends lock waits (StopWaiting); the writer still appends when
 	// the lock is free.
 	waits    context.Context
@@ -42,12 +42,20 @@ type RequestLog struct {
 	filePath string
 }
 
-// RequestLogOptions configure a RequestLog.
+// RequestLogOptions configure a RequestLog. Its senders hold the other
+// ends as messages.RequestLogLinks.
 type RequestLogOptions struct {
-	// Appends carries the requests Submit sends.
-	Appends chan messages.AppendRequest
-	// Uses carries the once-grants UseGrant consumes; nil makes its own.
-	Uses chan messages.UseGrant
+	// Appends carries the capability requests to record.
+	Appends <-chan messages.AppendRequest
+	// Queries carries the request tool's per-session pending checks.
+	Queries <-chan messages.PendingQuery
+	// Decides carries decisions made in a client or the review UI.
+	Decides <-chan messages.DecideRequest
+	// Uses carries the once-grants calls consume.
+	Uses <-chan messages.UseGrant
+	// Stopped is closed when Run returns, so a sender never waits on a
+	// writer that no longer reads (it hears messages.ErrStopped).
+	Stopped chan<- struct{}
 	// Filed, when set, hears of every request appended (never of a
 	// de-duplicated one), for the operator's hook. A send that would
 	// block is dropped and logged: the request tool never waits for it.
@@ -61,17 +69,14 @@ type RequestLogOptions struct {
 	Log *slog.Logger
 }
 
-// NewRequestLog serves the requests Submit sends.
+// NewRequestLog serves what arrives on o's channels once Run starts.
 func NewRequestLog(o RequestLogOptions) *RequestLog {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	waits, endWaits := context.WithCancel(context.Background())
-	if o.Uses == nil {
-		o.Uses = make(chan messages.UseGrant)
-	}
-	return &RequestLog{in: o.Appends, uses: o.Uses, decides: make(chan messages.DecideRequest), queries: make(chan messages.PendingQuery), filed: o.Filed, snapshots: o.Snapshots, now: o.Now, log: logger(o.Log, "requestlog"),
-		done: make(chan struct{}), waits: waits, endWaits: endWaits}
+	return &RequestLog{in: o.Appends, uses: o.Uses, decides: o.Decides, queries: o.Queries, filed: o.Filed, snapshots: o.Snapshots,
+		now: o.Now, log: logger(o.Log, "requestlog"), stopped: o.Stopped, waits: waits, endWaits: endWaits}
 }
 
 // StopWaiting makes every wait for the file's lock, now and later, give up
@@ -80,7 +85,9 @@ func (w *RequestLog) StopWaiting() { w.endWaits() }
 
 // Run appends requests until ctx is done.
 func (w *RequestLog) Run(ctx context.Context) error {
-	defer close(w.done)
+	if w.stopped != nil {
+		defer close(w.stopped)
+	}
 	// lockCtx bounds lock waits: they end with ctx, or when StopWaiting is
 	// called, whichever is first; the loop itself runs until ctx ends.
 	lockCtx, cancel := context.WithCancel(ctx)
@@ -92,7 +99,7 @@ func (w *RequestLog) Run(ctx context.Context) error {
 			return nil
 		case m := <-w.in:
 			if ctx.Err() != nil {
-				// Stopped meanwhile: the caller hears ErrStopped from Submit.
+				// Stopped meanwhile: the caller hears messages.ErrStopped.
 				return nil
 			}
 			path := w.current()
@@ -158,80 +165,4 @@ func (w *RequestLog) current() string {
 		}), path
 	}
 	return path
-}
-
-// UseGrant consumes the once-grant id for a call about to run (the
-// toolset.GrantUser of every snapshot's State): the writer re-reads the log
-// under its lock, checks the grant is unused and unexpired, and appends its
-// used_at line. It waits for the writer only while ctx lasts.
-func (w *RequestLog) UseGrant(ctx context.Context, id string) error {
-	reply := make(chan error, 1)
-	err, cerr := roundTrip(ctx, w.done, w.uses, messages.UseGrant{ID: id, Reply: reply}, reply)
-	if cerr != nil {
-		return cerr
-	}
-	return err
-}
-
-// Decide records d on request id through the writer (the toolset.Decider
-// of the request tool: a decision made in an elicitation client). It waits
-// only while ctx lasts.
-func (w *RequestLog) Decide(ctx context.Context, id string, d requests.Decision) error {
-	reply := make(chan error, 1)
-	err, cerr := roundTrip(ctx, w.done, w.decides, messages.DecideRequest{ID: id, Decision: d, Reply: reply}, reply)
-	if cerr != nil {
-		return cerr
-	}
-	return err
-}
-
-// Submit sends r to the writer and waits for its answer. It is the
-// Submitter of the built-in request tool, called from tool handlers.
-func (w *RequestLog) Submit(ctx context.Context, r requests.Request) (requests.Submitted, error) {
-	reply := make(chan messages.AppendResult, 1)
-	res, err := roundTrip(ctx, w.done, w.in, messages.AppendRequest{Request: r, Reply: reply}, reply)
-	if err != nil {
-		return requests.Submitted{}, err
-	}
-	return res.Submitted, res.Err
-}
-
-// Pending says which of ids are still pending and whether a request
-// identical to r is, through the writer (the toolset.PendingChecker of the
-// request tool's per-session limit). It waits only while ctx lasts.
-func (w *RequestLog) Pending(ctx context.Context, ids []string, r requests.Request) ([]string, bool, error) {
-	reply := make(chan messages.PendingAnswer, 1)
-	a, err := roundTrip(ctx, w.done, w.queries, messages.PendingQuery{IDs: ids, Request: r, Reply: reply}, reply)
-	if err != nil {
-		return nil, false, err
-	}
-	return a.Still, a.Identical, a.Err
-}
-
-// roundTrip sends m to the writer on in and waits for its answer on reply
-// (buffered, size 1), while ctx lasts and the writer runs. An answer given
-// just before the writer stopped still counts; otherwise a stopped writer
-// is ErrStopped. The error is about the round trip, not the answer.
-func roundTrip[M, R any](ctx context.Context, done <-chan struct{}, in chan<- M, m M, reply <-chan R) (R, error) {
-	var zero R
-	select {
-	case in <- m:
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-done:
-		return zero, ErrStopped
-	}
-	select {
-	case r := <-reply:
-		return r, nil
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-done:
-		select {
-		case r := <-reply: // answered just before stopping
-			return r, nil
-		default:
-			return zero, ErrStopped
-		}
-	}
 }

@@ -33,23 +33,35 @@ func requestLogSnapshot(path string) *Snapshot {
 	return &Snapshot{Config: &config.Config{MCP: config.MCP{RequestLog: path}}}
 }
 
+// testRequestLog is a request-log writer and the links its senders hold,
+// wired as serve wires them.
+type testRequestLog struct {
+	*RequestLog
+	messages.RequestLogLinks
+}
+
 // newRequestLogAt returns a RequestLog writing to the file the snapshot in
 // snaps names (read on every request) and the sink its log goes to.
-func newRequestLogAt(snaps Snapshots) (*RequestLog, *logSink) {
+func newRequestLogAt(snaps Snapshots) (*testRequestLog, *logSink) {
 	log, sink := newTestLogger()
-	return NewRequestLog(RequestLogOptions{
-		Appends:   make(chan messages.AppendRequest),
+	appends, queries, decides, uses := make(chan messages.AppendRequest), make(chan messages.PendingQuery),
+		make(chan messages.DecideRequest), make(chan messages.UseGrant)
+	stopped := make(chan struct{})
+	w := NewRequestLog(RequestLogOptions{
+		Appends: appends, Queries: queries, Decides: decides, Uses: uses, Stopped: stopped,
 		Snapshots: snaps,
 		Now:       func() time.Time { return requestTime },
 		Log:       log,
-	}), sink
+	})
+	return &testRequestLog{w, messages.RequestLogLinks{Appends: appends, Queries: queries, Decides: decides, Uses: uses,
+		Stopped: stopped}}, sink
 }
 
 // pathSnapshots is a testSnapshots naming path as the request log.
 func pathSnapshots(path string) *testSnapshots { return newTestSnapshots(requestLogSnapshot(path)) }
 
 // submit calls w.Submit with a bounded context, so a hang fails the test.
-func submit(t *testing.T, w *RequestLog, r requests.Request) (requests.Submitted, error) {
+func submit(t *testing.T, w *testRequestLog, r requests.Request) (requests.Submitted, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -173,7 +185,7 @@ func TestRequestLogSubmitAfterStopReturnsErrStopped(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run returned %v, want nil", err)
 	}
-	if _, err := submit(t, w, pushRequest()); !errors.Is(err, ErrStopped) {
+	if _, err := submit(t, w, pushRequest()); !errors.Is(err, messages.ErrStopped) {
 		t.Errorf("Submit after stop returned %v, want ErrStopped", err)
 	}
 }
@@ -204,7 +216,7 @@ func TestRequestLogSubmitDuringStopNeverHangs(t *testing.T) {
 				switch {
 				case err == nil:
 					answered.Add(1)
-				case errors.Is(err, ErrStopped), errors.Is(err, context.Canceled):
+				case errors.Is(err, messages.ErrStopped), errors.Is(err, context.Canceled):
 					// Stopped, or the writer's own lock wait ended with
 					// its ctx: either way an answer, not a hang.
 					return
@@ -328,7 +340,7 @@ func lockElsewhere(t *testing.T, path string) (unlock func()) {
 
 // submitAsync calls w.Submit in a goroutine, bounded by wait; the channel
 // gets its error.
-func submitAsync(w *RequestLog, r requests.Request) <-chan error {
+func submitAsync(w *testRequestLog, r requests.Request) <-chan error {
 	errc := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -408,7 +420,7 @@ func TestRequestLogStopWaitingEndsALockWait(t *testing.T) {
 	}
 	// The writer still runs: a later request is answered, not ErrStopped.
 	unlock()
-	if _, err := submit(t, w, pushRequest()); errors.Is(err, ErrStopped) {
+	if _, err := submit(t, w, pushRequest()); errors.Is(err, messages.ErrStopped) {
 		t.Errorf("Submit after StopWaiting returned %v, want the writer still running", err)
 	}
 }

@@ -51,12 +51,12 @@ type Shared struct {
 	// Denials remembers refused calls for exact-call requests; nil issues
 	// no call_ids.
 	Denials *toolset.Denials
-	// UseGrant consumes once-grants (the request-log writer's); nil when
-	// none can be.
+	// UseGrant consumes once-grants through the request-log writer
+	// (messages.RequestLogLinks.UseGrant); nil when none can be.
 	UseGrant toolset.GrantUser
-	// Audit is the audit-log writer; nil means no audit log whatever the
-	// config says.
-	Audit *Audit
+	// Audit reaches the audit-log writer; nil means no audit log whatever
+	// the config says.
+	Audit *AuditSender
 	// Confiner gives each snapshot the sandbox for its config's protected
 	// set, unless the config turns confinement off; nil confines nothing.
 	Confiner *runner.Confiner

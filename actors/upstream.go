@@ -26,7 +26,7 @@ import (
 // allow, deny, name_prefix or timeout need no restart: the registry applies
 // them from the snapshot.
 //
-// Its first round gates serving: Ready is closed once every upstream in the
+// Its first round gates serving: UpstreamsOptions.Ready is closed once every upstream in the
 // first config has either offered its tools (and the registry applied them)
 // or failed its first start, so a client's first tools/list already holds
 // every upstream tool that could be had. Each first start is bounded by its
@@ -41,7 +41,7 @@ type Upstreams struct {
 	version   string
 	log       *slog.Logger
 
-	ready     chan struct{}
+	ready     chan<- struct{}
 	readyOnce sync.Once
 	// first carries each upstream client's "first start over" report. Unbuffered;
 	// upstream clients send with their context, Run receives.
@@ -79,6 +79,9 @@ type UpstreamsOptions struct {
 	Version string
 	// Log receives the upstream clients' lines, each with its server's name.
 	Log *slog.Logger
+	// Ready, when not nil, is closed once the first round of starts is
+	// over (see Upstreams): the hub serves only then.
+	Ready chan<- struct{}
 }
 
 // NewUpstreams supervises the snapshot's mcp_servers once Run starts.
@@ -88,11 +91,8 @@ func NewUpstreams(o UpstreamsOptions) *Upstreams {
 	}
 	return &Upstreams{changed: o.UpstreamsChanged, snapshots: o.Snapshots, publish: o.Offers, getenv: o.Getenv,
 		reaper: o.Reaper, timing: o.Timing.withDefaults(), version: o.Version, log: logger(o.Log, "upstream"),
-		ready: make(chan struct{}), first: make(chan string), running: map[string]*runningBridge{}}
+		ready: o.Ready, first: make(chan string), running: map[string]*runningBridge{}}
 }
-
-// Ready is closed once the first round of starts is over (see Upstreams).
-func (u *Upstreams) Ready() <-chan struct{} { return u.ready }
 
 // Run supervises until ctx is done, then stops every upstream (SIGTERM,
 // then SIGKILL after the grace, to each process group) and returns nil.
@@ -127,7 +127,11 @@ func (u *Upstreams) Run(ctx context.Context) error {
 
 func (u *Upstreams) readyWhenEmpty(pending map[string]bool) {
 	if len(pending) == 0 {
-		u.readyOnce.Do(func() { close(u.ready) })
+		u.readyOnce.Do(func() {
+			if u.ready != nil {
+				close(u.ready)
+			}
+		})
 	}
 }
 

@@ -29,6 +29,7 @@ var fastTiming = UpstreamTiming{FirstBackoff: 50 * time.Millisecond, MaxBackoff:
 // upstream server, with a fake registry that reads its offers.
 type upstreamsHarness struct {
 	u       *Upstreams
+	ready   chan struct{} // the supervisor's Ready
 	snaps   *testSnapshots
 	changed messages.Doorbell
 	// seen receives every offer the fake registry took, in order. With
@@ -82,7 +83,8 @@ func startUpstreams(t *testing.T, servers map[string]*config.MCPServer, timing U
 		cancel()
 		<-registryDone
 	})
-	h.u = NewUpstreams(UpstreamsOptions{Snapshots: h.snaps, UpstreamsChanged: h.changed, Offers: offers,
+	h.ready = make(chan struct{})
+	h.u = NewUpstreams(UpstreamsOptions{Snapshots: h.snaps, UpstreamsChanged: h.changed, Offers: offers, Ready: h.ready,
 		Getenv: func(k string) string {
 			switch k {
 			case "PATH":
@@ -264,12 +266,12 @@ func TestUpstreamsReadyWaitsForTheFirstOfferToBeApplied(t *testing.T) {
 	// Ready cannot be closed yet, whatever the missing server did.
 	h.sink.waitFor(t, "upstream server failed", "server=missing", "cannot start")
 	select {
-	case <-h.u.Ready():
+	case <-h.ready:
 		t.Fatalf("Ready is closed before the registry applied the first offer")
 	default:
 	}
 	m.Applied <- struct{}{}
-	receive(t, h.u.Ready(), "Ready once the first offer is applied")
+	receive(t, h.ready, "Ready once the first offer is applied")
 }
 
 func TestUpstreamsReadyAfterAFailedFirstStart(t *testing.T) {
@@ -322,7 +324,7 @@ func TestUpstreamsReadyAfterAFailedFirstStart(t *testing.T) {
 			t.Parallel()
 			// A long backoff: one failure is all this test needs.
 			h := startUpstreams(t, tt.servers(t), UpstreamTiming{FirstBackoff: time.Minute, StopGrace: 500 * time.Millisecond}, true)
-			receive(t, h.u.Ready(), "Ready after the first start failed")
+			receive(t, h.ready, "Ready after the first start failed")
 			if tt.wantLog != nil {
 				h.sink.waitFor(t, tt.wantLog...)
 			}
@@ -640,7 +642,7 @@ func TestUpstreamsReconcile(t *testing.T) {
 		wantOffer(t, m, m.Server)
 		offers[m.Server] = m
 	}
-	receive(t, h.u.Ready(), "Ready")
+	receive(t, h.ready, "Ready")
 	pidA, pidB := envOf(t, offers["a"]).Pid, envOf(t, offers["b"]).Pid
 
 	// Equal entries, rebuilt, with only allow, deny, name_prefix and

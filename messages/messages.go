@@ -71,7 +71,9 @@
 package messages
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -236,4 +238,167 @@ type PendingAnswer struct {
 	Still     []string
 	Identical bool
 	Err       error
+}
+
+// ErrStopped answers a request whose receiver has stopped: the server is
+// shutting down.
+var ErrStopped = errors.New("the server is shutting down")
+
+// Ask sends m on to and waits for the answer on reply (buffered, size 1,
+// so the receiver never blocks on a caller that gave up), while ctx lasts
+// and until stopped is closed (the receiver's Run closes it when it
+// returns). An answer given just before the receiver stopped still counts;
+// otherwise a stopped receiver is ErrStopped. The error is about the round
+// trip, not the answer.
+func Ask[M, R any](ctx context.Context, stopped <-chan struct{}, to chan<- M, m M, reply <-chan R) (R, error) {
+	var zero R
+	select {
+	case to <- m:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-stopped:
+		return zero, ErrStopped
+	}
+	select {
+	case r := <-reply:
+		return r, nil
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-stopped:
+		select {
+		case r := <-reply: // answered just before stopping
+			return r, nil
+		default:
+			return zero, ErrStopped
+		}
+	}
+}
+
+// RequestLogLinks are the request-log writer's inbound channels as its
+// senders hold them, with the channel it closes when it stops. The methods
+// are the send-and-wait of each: what the request tool, the tool handlers
+// (a once-grant's use) and the review UI call.
+type RequestLogLinks struct {
+	Appends chan<- AppendRequest
+	Queries chan<- PendingQuery
+	Decides chan<- DecideRequest
+	Uses    chan<- UseGrant
+	Stopped <-chan struct{}
+}
+
+// Submit records r, or finds the identical pending request, waiting only
+// while ctx lasts.
+func (l RequestLogLinks) Submit(ctx context.Context, r requests.Request) (requests.Submitted, error) {
+	reply := make(chan AppendResult, 1)
+	res, err := Ask(ctx, l.Stopped, l.Appends, AppendRequest{Request: r, Reply: reply}, reply)
+	if err != nil {
+		return requests.Submitted{}, err
+	}
+	return res.Submitted, res.Err
+}
+
+// Pending says which of ids are still pending and whether a request
+// identical to r is (the request tool's per-session limit).
+func (l RequestLogLinks) Pending(ctx context.Context, ids []string, r requests.Request) ([]string, bool, error) {
+	reply := make(chan PendingAnswer, 1)
+	a, err := Ask(ctx, l.Stopped, l.Queries, PendingQuery{IDs: ids, Request: r, Reply: reply}, reply)
+	if err != nil {
+		return nil, false, err
+	}
+	return a.Still, a.Identical, a.Err
+}
+
+// Decide records d on request id: a decision made in an elicitation client
+// or in the review UI.
+func (l RequestLogLinks) Decide(ctx context.Context, id string, d requests.Decision) error {
+	reply := make(chan error, 1)
+	err, cerr := Ask(ctx, l.Stopped, l.Decides, DecideRequest{ID: id, Decision: d, Reply: reply}, reply)
+	if cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// UseGrant consumes the once-grant id for a call about to run: the writer
+// re-reads the log under its lock, checks the grant is unused and
+// unexpired, and appends its used_at line.
+func (l RequestLogLinks) UseGrant(ctx context.Context, id string) error {
+	reply := make(chan error, 1)
+	err, cerr := Ask(ctx, l.Stopped, l.Uses, UseGrant{ID: id, Reply: reply}, reply)
+	if cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// GrantsLinks are the grants actor's inbound wait channel as the request
+// tool holds it, with the channel the actor closes when it stops.
+type GrantsLinks struct {
+	Waits   chan<- AwaitDecision
+	Stopped <-chan struct{}
+}
+
+// Watch registers a wait for request id's decision, by any writer (the
+// CLI, watch, the review UI, a client): the folded record arrives on the
+// returned channel (buffer 1) once it is decided; the channel is closed
+// without a value when the actor stops first. The wait is forgotten once
+// ctx ends (the request stays as it is).
+func (l GrantsLinks) Watch(ctx context.Context, id string) (<-chan requests.Record, error) {
+	reply := make(chan requests.Record, 1)
+	select {
+	case l.Waits <- AwaitDecision{ID: id, Done: ctx.Done(), Reply: reply}:
+		return reply, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.Stopped:
+		return nil, ErrStopped
+	}
+}
+
+// ApplyToConfig asks the config editor to merge a request's capability
+// into the config file (as `requests approve --apply` does): Reply (buffer
+// 1) carries the merge line, or why it was refused (the file untouched).
+type ApplyToConfig struct {
+	// Path is the config file; Tool, Subcommand and Flags the request's.
+	Path       string
+	Tool       string
+	Subcommand []string
+	Flags      []string
+	// Paths locate "~" and the platform folders; nil means the process's.
+	Paths *config.Options
+	Reply chan<- AppliedToConfig
+}
+
+// AppliedToConfig answers an ApplyToConfig.
+type AppliedToConfig struct {
+	// Applied says what was merged ("added flags --x to git push").
+	Applied string
+	Err     error
+}
+
+// ConfigEditorLinks are the config editor's inbound channel as the review
+// UI holds it, with the channel the editor closes when it stops.
+type ConfigEditorLinks struct {
+	Applies chan<- ApplyToConfig
+	Stopped <-chan struct{}
+}
+
+// Apply merges the request's capability into the config file at path,
+// waiting only while ctx lasts.
+func (l ConfigEditorLinks) Apply(ctx context.Context, path, tool string, sub, flags []string, paths *config.Options) (string, error) {
+	reply := make(chan AppliedToConfig, 1)
+	a, err := Ask(ctx, l.Stopped, l.Applies, ApplyToConfig{Path: path, Tool: tool, Subcommand: sub, Flags: flags, Paths: paths, Reply: reply}, reply)
+	if err != nil {
+		return "", err
+	}
+	return a.Applied, a.Err
+}
+
+// ConfigRejected tells the policy holder that a reload's config did not
+// load: the policy in service stays, and the holder audits the rejection
+// against it.
+type ConfigRejected struct {
+	// Cause names the trigger: "file" or "SIGHUP".
+	Cause string
+	Err   error
 }

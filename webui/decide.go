@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
@@ -132,12 +133,12 @@ func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approv
 	}
 	var out approved
 	if a.apply {
-		applied, err := config.ApplyRequest(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
+		applied, err := u.apply(ctx, s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
 		if err != nil {
 			u.log.Warn("apply refused", "id", id, "err", err)
 			return approved{}, &refusal{applyStatus(err), fmt.Sprintf("not applied, %s stays pending: %v", requests.Token(id), err)}
 		}
-		out.applied = applied.String()
+		out.applied = applied
 		u.log.Info("request applied to the config", "id", id, "applied", out.applied)
 	}
 	// The decision is written only after the config write succeeded.
@@ -146,7 +147,7 @@ func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approv
 	if a.grant != nil {
 		d.Grant = a.grant.Grant(r, config.CanonicalPath(s.ConfigPath), now)
 	}
-	if err := requests.Decide(ctx, s.RequestLog, id, d, now); err != nil {
+	if err := u.decide(ctx, id, d); err != nil {
 		st, msg := decideFailure(id, err)
 		if a.apply {
 			msg = fmt.Sprintf("the config was changed (%s), but the decision could not be recorded: %s", out.applied, msg)
@@ -181,7 +182,7 @@ func (u *UI) deny(ctx context.Context, s site, id, reason string) (*requests.Rec
 		return nil, err
 	}
 	d := requests.Decision{Status: requests.StatusDenied, Reason: reason, DecidedBy: decidedBy}
-	if err := requests.Decide(ctx, s.RequestLog, id, d, u.now()); err != nil {
+	if err := u.decide(ctx, id, d); err != nil {
 		st, msg := decideFailure(id, err)
 		return nil, &refusal{st, msg}
 	}
@@ -189,23 +190,48 @@ func (u *UI) deny(ctx context.Context, s site, id, reason string) (*requests.Rec
 	return u.record(s, id)
 }
 
-// decideFailure words a failed requests.Decide: another writer may have
-// decided first, or held the log's lock too long.
+// decideFailure words a failed decision: another writer may have decided
+// first, or held the log's lock too long, or the server is stopping.
 func decideFailure(id string, err error) (int, string) {
 	switch {
 	case errors.Is(err, requests.ErrUnknownID):
 		return http.StatusNotFound, fmt.Sprintf("no request has the id %s", requests.Token(id))
 	case errors.Is(err, requests.ErrDecided):
 		return http.StatusConflict, fmt.Sprintf("%s was decided meanwhile: %v", requests.Token(id), err)
-	case errors.Is(err, requests.ErrLocked), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, requests.ErrLocked), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, messages.ErrStopped), errors.Is(err, errReadOnly):
 		return http.StatusServiceUnavailable, fmt.Sprintf("%s stays pending: %v", requests.Token(id), err)
 	}
 	return http.StatusInternalServerError, fmt.Sprintf("%s stays pending: %v", requests.Token(id), err)
 }
 
+// errReadOnly refuses a decision of a UI built without a way to record it.
+var errReadOnly = errors.New("this review UI records no decisions: it was started without the server's request-log writer")
+
+// decide records d on request id through the request-log writer.
+func (u *UI) decide(ctx context.Context, id string, d requests.Decision) error {
+	if u.decider == nil {
+		return errReadOnly
+	}
+	return u.decider(ctx, id, d)
+}
+
+// apply merges a request's capability into the config file through the
+// config editor.
+func (u *UI) apply(ctx context.Context, path, tool string, sub, flags []string, paths *config.Options) (string, error) {
+	if u.applier == nil {
+		return "", errReadOnly
+	}
+	return u.applier(ctx, path, tool, sub, flags, paths)
+}
+
 // applyStatus is 422 for an apply the config refuses (the operator can act
-// on the message), 500 for a failure to read or write.
+// on the message), 503 while the server stops, 500 for a failure to read or
+// write.
 func applyStatus(err error) int {
+	if errors.Is(err, messages.ErrStopped) || errors.Is(err, errReadOnly) {
+		return http.StatusServiceUnavailable
+	}
 	for _, refused := range []error{config.ErrUnknownTool, config.ErrDeniedSubcommand, config.ErrDeniedFlag,
 		config.ErrInvalidRequest, config.ErrChangedMeanwhile, config.ErrUnsupportedLayout, config.ErrInvalid} {
 		if errors.Is(err, refused) {

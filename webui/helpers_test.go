@@ -65,6 +65,23 @@ type fixture struct {
 	ui     *UI
 }
 
+// options are the fixture's UI options for the listener at addr. The
+// server hands the UI its request-log writer and config editor; here the
+// two stand in for them with the calls those actors make.
+func (f *fixture) options(addr net.Addr) Options {
+	return Options{Source: f.src, Addr: addr, Now: f.clock.now, SignInDelay: time.Millisecond,
+		Decide: func(ctx context.Context, id string, d requests.Decision) error {
+			return requests.Decide(ctx, f.log, id, d, f.clock.now())
+		},
+		Apply: func(_ context.Context, path, tool string, sub, flags []string, paths *config.Options) (string, error) {
+			a, err := config.ApplyRequest(path, tool, sub, flags, paths)
+			if err != nil {
+				return "", err
+			}
+			return a.String(), nil
+		}}
+}
+
 // fakeSource is a Source whose State a test changes (a rotated token).
 type fakeSource struct {
 	mu sync.Mutex
@@ -151,8 +168,7 @@ func newFixture(t *testing.T, o ...func(*Options)) *fixture {
 	}
 	f.src = &fakeSource{st: State{AdminToken: adminToken, ConfigPath: f.config, RequestLog: f.log,
 		Policy: l.Policy, Helps: testHelps, Paths: paths}}
-	opts := Options{Source: f.src, Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port},
-		Now: f.clock.now, SignInDelay: time.Millisecond}
+	opts := f.options(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 	for _, fn := range o {
 		fn(&opts)
 	}

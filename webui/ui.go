@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -77,7 +78,23 @@ type Options struct {
 	// Metrics serves /metrics (the Prometheus text format) once the
 	// admin credentials are checked; nil answers 404 there.
 	Metrics http.Handler
+	// Decide records a decision through the server's request-log writer,
+	// the one writer of the log within the server; nil makes a UI that
+	// shows requests and records no decision (503).
+	Decide Decider
+	// Apply merges a request into the config file through the server's
+	// config editor; nil applies nothing (503).
+	Apply Applier
 }
+
+// Decider records decision d on request id, as the request-log writer's
+// DecideRequest does, waiting only while ctx lasts.
+type Decider func(ctx context.Context, id string, d requests.Decision) error
+
+// Applier merges a request's capability (tool, subcommand, flags) into the
+// config file at path, as the config editor's ApplyToConfig does, and says
+// what it merged ("added flags --x to git push").
+type Applier func(ctx context.Context, path, tool string, sub, flags []string, paths *config.Options) (string, error)
 
 // Defaults for Options.
 const (
@@ -127,6 +144,9 @@ type UI struct {
 	turn *semaphore.Weighted
 	// metrics serves /metrics behind the admin credentials; nil for none.
 	metrics http.Handler
+	// decider and applier are Options.Decide and Options.Apply.
+	decider Decider
+	applier Applier
 
 	warnMu sync.Mutex
 	warned map[string]bool // request-log warnings already logged
@@ -144,6 +164,8 @@ func New(o Options) *UI {
 		sessions: newSessions(),
 		turn:     semaphore.NewWeighted(1),
 		metrics:  o.Metrics,
+		decider:  o.Decide,
+		applier:  o.Apply,
 		warned:   map[string]bool{},
 	}
 	if u.now == nil {

@@ -491,7 +491,7 @@ func TestARealServerRefusesBeforeReadingTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ui = New(Options{Source: f.src, Addr: ln.Addr(), Now: f.clock.now, SignInDelay: time.Millisecond})
+	f.ui = New(f.options(ln.Addr()))
 	srv := &http.Server{Handler: f.ui.Handler()}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/actors"
+	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/webui/metrics"
@@ -80,19 +81,22 @@ func callDecision(res mcp.Result, err error) string {
 // log (pending requests), the MCP server (sessions), the upstream
 // supervisor's registry (upstream state) and the audit writer (waits).
 type metricSource struct {
-	holder *actors.PolicyHolder
-	server *mcp.Server
-	// upstreams answers the upstream servers' state; nil reports none.
-	upstreams func() map[string]string
-	// auditWaits counts the calls that waited for the audit queue, and
-	// auditLost the lines the writer could not write; nil reports 0.
-	auditWaits, auditLost func() uint64
+	snapshots actors.Snapshots
+	server    *mcp.Server
+	// states asks the registry for the upstream servers' state, and
+	// registryStopped is closed once it no longer answers; a nil states
+	// reports none.
+	states          chan<- messages.UpstreamStates
+	registryStopped <-chan struct{}
+	// audit counts the calls that waited for the audit queue and the
+	// lines the writer could not write; nil reports 0.
+	audit *actors.AuditCounts
 }
 
 // PendingRequests folds the request log as the CLI does; -1 when it cannot
 // be read (the gauge is then absent rather than wrong).
 func (m *metricSource) PendingRequests() int {
-	recs, _, err := requests.Read(m.holder.Current().Config.MCP.RequestLog)
+	recs, _, err := requests.Read(m.snapshots.Current().Config.MCP.RequestLog)
 	if err != nil {
 		return -1
 	}
@@ -108,7 +112,7 @@ func (m *metricSource) PendingRequests() int {
 // ActiveGrants counts the grants in force for the config in service: those
 // the grants actor gave for this config that are not dormant.
 func (m *metricSource) ActiveGrants() int {
-	s := m.holder.Current()
+	s := m.snapshots.Current()
 	path := config.CanonicalPath(s.Config.File)
 	n := 0
 	for _, g := range s.Grants {
@@ -131,32 +135,40 @@ func (m *metricSource) Sessions() int {
 	return n
 }
 
-// Upstreams is the upstream servers' state by name.
+// Upstreams is the upstream servers' state by name, asked of the registry
+// within scrapeWait; nil when it does not answer in time.
 func (m *metricSource) Upstreams() map[string]string {
-	if m.upstreams == nil {
+	if m.states == nil {
 		return nil
 	}
-	return m.upstreams()
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeWait)
+	defer cancel()
+	reply := make(chan map[string]string, 1)
+	states, err := messages.Ask(ctx, m.registryStopped, m.states, messages.UpstreamStates{Reply: reply}, reply)
+	if err != nil {
+		return nil
+	}
+	return states
 }
 
 // AuditWaits is how many calls have waited for room in the audit queue.
 func (m *metricSource) AuditWaits() uint64 {
-	if m.auditWaits == nil {
+	if m.audit == nil {
 		return 0
 	}
-	return m.auditWaits()
+	return m.audit.Waited()
 }
 
 // AuditLost is how many audit lines could not be written.
 func (m *metricSource) AuditLost() uint64 {
-	if m.auditLost == nil {
+	if m.audit == nil {
 		return 0
 	}
-	return m.auditLost()
+	return m.audit.Lost()
 }
 
 // Confinement is what confines the processes the snapshot in service
 // starts.
 func (m *metricSource) Confinement() string {
-	return m.holder.Current().Confinement()
+	return m.snapshots.Current().Confinement()
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -38,21 +37,33 @@ type server struct {
 	hub       *actors.Hub
 	requests  *actors.RequestLog
 	audit     *actors.Audit
-	metrics   *metrics.Metrics
 	hooks     *actors.Hooks
 	gc        *gcTuner // nil when the operator set GOGC
 	grants    *actors.Grants
 	reaper    *runner.Reaper
-	// admin and ui are the review UI, nil without admin.listen.
-	admin *actors.Admin
-	ui    *webui.UI
+	// editor, admin and ui are the review UI and the config editor it
+	// applies through, nil without admin.listen.
+	editor *actors.ConfigEditor
+	admin  *actors.Admin
+	ui     *webui.UI
 }
 
-// wire builds the server for the config at path, first loaded as l. Every
-// link is named in the one block below, with its direction; package
-// messages says, for each, its buffer and what happens when the receiver is
-// busy. The actors follow in pipeline order, except that the policy holder
-// comes first: it publishes the snapshot every other actor reads.
+// wire builds the server for the config at path, first loaded as l.
+//
+// Every link between actors is a channel declared in the first block
+// below, with its direction; package messages says, for each, its buffer
+// and what happens when the receiver is busy. A request that wants an
+// answer carries its own reply channel, and each receiver closes a
+// "stopped" channel when its Run returns, so no sender waits on an actor
+// that is gone. The second block holds the few links that are plain values,
+// each with the reason it may be one (plainLinks lists them for the test
+// that walks the actors' options). No actor holds another actor.
+//
+// The graph has back edges, none of which can block: the policy holder
+// rings the watcher (which feeds the loader, which feeds the holder)
+// through a one-slot doorbell that absorbs rings; the request log rings
+// nothing back, and the watcher's LogChanged ring reaches the grants actor,
+// whose GrantsChanged the holder receives on a channel it always reads.
 func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introspection config.Introspect) *server {
 	log := a.log
 	var (
@@ -60,60 +71,32 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		fileChanged     = make(messages.Doorbell, 1)                       // debouncer → loader
 		reloadNow       = make(messages.Doorbell, 1)                       // signals (SIGHUP) → loader
 		loaded          = make(chan messages.ConfigLoaded)                 // loader → policy holder
+		rejected        = make(chan messages.ConfigRejected)               // loader → policy holder (audited)
 		toolsetChanged  = make(messages.Doorbell, 1)                       // policy holder → registry
 		watchSetChanged = make(messages.Doorbell, 1)                       // policy holder → watcher
-		appends         = make(chan messages.AppendRequest)                // request-tool handlers → request log
 		upstreamChanged = make(messages.Doorbell, 1)                       // policy holder → upstream supervisor
-		offers          = make(chan messages.UpstreamTools)                // bridges → registry
+		upstreamsReady  = make(chan struct{})                              // upstream supervisor → hub: closed after the first round
+		offers          = make(chan messages.UpstreamTools)                // upstream clients → registry
+		upstreamStates  = make(chan messages.UpstreamStates)               // metrics scrape → registry (reply inside)
+		registryStopped = make(chan struct{})                              // registry → scrapes: closed when it stops
+		killCalls       = make(chan struct{})                              // hub → registry: closed when running calls must be killed
 		logChanged      = make(messages.Doorbell, 1)                       // watcher → grants
 		grantsChanged   = make(chan messages.GrantsChanged)                // grants → policy holder
-		uses            = make(chan messages.UseGrant)                     // tool handlers → request log
+		waits           = make(chan messages.AwaitDecision)                // request tool → grants (reply inside)
+		grantsStopped   = make(chan struct{})                              // grants → request tool: closed when it stops
+		appends         = make(chan messages.AppendRequest)                // request tool → request log (reply inside)
+		queries         = make(chan messages.PendingQuery)                 // request tool → request log (reply inside)
+		decides         = make(chan messages.DecideRequest)                // request tool, review UI → request log (reply inside)
+		uses            = make(chan messages.UseGrant)                     // tool handlers → request log (reply inside)
+		logStopped      = make(chan struct{})                              // request log → its senders: closed when it stops
 		filed           = make(chan messages.RequestFiled, 64)             // request log → hooks (mcp.on_request)
-		auditLines      = make(chan messages.AuditLine, actors.AuditQueue) // tool handlers, policy holder, loader → audit writer
+		applies         = make(chan messages.ApplyToConfig)                // review UI → config editor (reply inside)
+		editorStopped   = make(chan struct{})                              // config editor → review UI: closed when it stops
+		auditLines      = make(chan messages.AuditLine, actors.AuditQueue) // tool handlers, policy holder → audit writer
+		auditStopped    = make(chan struct{})                              // audit writer → its senders: closed when it stops
 	)
-	s := &server{reaper: reaper}
-	if a.getenv("GOGC") == "" {
-		s.gc = newGCTuner()
-	}
-	s.audit = actors.NewAudit(actors.AuditOptions{Lines: auditLines, Log: log})
-	// What outlives snapshots: the concurrency slots, the reaper, the
-	// denial memory, the way to consume a once-grant (through the
-	// request-log writer, built below), and the audit writer.
-	shared := actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper,
-		Denials: toolset.NewDenials(), UseGrant: func(ctx context.Context, id string) error { return s.requests.UseGrant(ctx, id) },
-		Audit: s.audit, Confiner: a.confinerFor(), Self: a.self(), Paths: a.configOptions()}
-
-	s.grants = actors.NewGrants(actors.GrantsOptions{LogChanged: logChanged, Out: grantsChanged, Log: log})
-	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{
-		Initial: actors.NewSnapshot(l, s.grants.Prime(l.Config.MCP.RequestLog), shared, a.getenv), Shared: shared, Getenv: a.getenv,
-		SetLevel: a.configLevelSetter(), Loaded: loaded, Grants: grantsChanged,
-		ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, UpstreamsChanged: upstreamChanged, Log: log,
-	})
-	s.grants.Follow(s.holder)
-	s.signals = actors.NewSignals(actors.SignalsOptions{ReloadNow: reloadNow, Notify: a.notify, Stop: a.stopNotify, Log: log})
-	s.watcher = actors.NewWatcher(actors.WatcherOptions{
-		Snapshots: s.holder, WatchSetChanged: watchSetChanged, FileEvents: fileEvents, LogChanged: logChanged, Log: log,
-	})
-	s.debouncer = actors.NewDebouncer(actors.DebouncerOptions{FileEvents: fileEvents, FileChanged: fileChanged})
-	// Metrics (served on the admin listener): gauges read at scrape time
-	// from what the actors below hold, counters pushed by the loader and
-	// by a middleware on every tool call.
-	src := &metricSource{holder: s.holder, auditWaits: s.audit.Waited, auditLost: s.audit.Lost}
-	s.metrics = metrics.New(src)
-	s.metrics.Loaded(time.Now(), false)
-	s.loader = actors.NewLoader(actors.LoaderOptions{
-		Path: path, Paths: a.configOptions(), Introspect: introspection, Load: a.load, Running: l.Hash,
-		NeedToken:   exposedListener(l.Config),
-		FileChanged: fileChanged, ReloadNow: reloadNow, Loaded: loaded, Log: log,
-		Rejected: func(ctx context.Context, cause string, err error) {
-			s.metrics.Rejected()
-			s.holder.AuditRejected(ctx, cause, err)
-		},
-		Accepted: func(string) {
-			s.metrics.Loaded(time.Now(), true)
-			releaseLoadGarbage()
-		},
-	})
+	// The MCP server: the SDK's, whose tools the registry manages and whose
+	// sessions the hub serves.
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
 		Logger: slog.New(actors.Quieter{Handler: log.Handler()}).With("component", "mcp"),
 		Capabilities: &mcp.ServerCapabilities{
@@ -123,51 +106,132 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 			Logging: &mcp.LoggingCapabilities{}, //lint:ignore SA1019 see above
 		},
 	})
+	// The links that are plain values (see plainLinks for each reason).
+	var (
+		published   = actors.NewPublished() // policy holder → every reader: the snapshot in service
+		requestLog  = messages.RequestLogLinks{Appends: appends, Queries: queries, Decides: decides, Uses: uses, Stopped: logStopped}
+		grantsLinks = messages.GrantsLinks{Waits: waits, Stopped: grantsStopped}
+		editorLinks = messages.ConfigEditorLinks{Applies: applies, Stopped: editorStopped}
+		auditCounts = &actors.AuditCounts{} // audit senders and writer → metrics scrape
+		audit       = &actors.AuditSender{Lines: auditLines, Stopped: auditStopped, Counts: auditCounts, Log: log}
+		counters    = metrics.New(&metricSource{snapshots: published, server: mcpServer, states: upstreamStates,
+			registryStopped: registryStopped, audit: auditCounts})
+	)
+	s := &server{reaper: reaper}
+	if a.getenv("GOGC") == "" {
+		s.gc = newGCTuner()
+	}
+	s.audit = actors.NewAudit(actors.AuditOptions{Lines: auditLines, Stopped: auditStopped, Counts: auditCounts, Log: log})
+	// What outlives snapshots: the concurrency slots, the reaper, the
+	// denial memory, the way to consume a once-grant, and the audit queue.
+	shared := actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper,
+		Denials: toolset.NewDenials(), UseGrant: requestLog.UseGrant, Audit: audit,
+		Confiner: a.confinerFor(), Self: a.self(), Paths: a.configOptions()}
+
+	s.grants = actors.NewGrants(actors.GrantsOptions{Snapshots: published, LogChanged: logChanged, Out: grantsChanged,
+		Waits: waits, Stopped: grantsStopped, Log: log})
+	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{
+		Initial: actors.NewSnapshot(l, s.grants.Prime(l.Config.MCP.RequestLog), shared, a.getenv), Publish: published,
+		Shared: shared, Getenv: a.getenv, SetLevel: a.configLevelSetter(), Loaded: loaded, Rejected: rejected, Grants: grantsChanged,
+		ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, UpstreamsChanged: upstreamChanged, Log: log,
+	})
+	s.signals = actors.NewSignals(actors.SignalsOptions{ReloadNow: reloadNow, Notify: a.notify, Stop: a.stopNotify, Log: log})
+	s.watcher = actors.NewWatcher(actors.WatcherOptions{
+		Snapshots: published, WatchSetChanged: watchSetChanged, FileEvents: fileEvents, LogChanged: logChanged, Log: log,
+	})
+	s.debouncer = actors.NewDebouncer(actors.DebouncerOptions{FileEvents: fileEvents, FileChanged: fileChanged})
+	counters.Loaded(time.Now(), false)
+	s.loader = actors.NewLoader(actors.LoaderOptions{
+		Path: path, Paths: a.configOptions(), Introspect: introspection, Load: a.load, Running: l.Hash,
+		NeedToken:   exposedListener(l.Config),
+		FileChanged: fileChanged, ReloadNow: reloadNow, Loaded: loaded, Rejected: rejected, Counters: counters, Log: log,
+	})
 	s.upstreams = actors.NewUpstreams(actors.UpstreamsOptions{
-		Snapshots: s.holder, UpstreamsChanged: upstreamChanged, Offers: offers, Getenv: a.getenv, Reaper: reaper,
-		Timing: a.upstreamTiming, Version: buildVersion(), Log: log,
+		Snapshots: published, UpstreamsChanged: upstreamChanged, Offers: offers, Ready: upstreamsReady, Getenv: a.getenv,
+		Reaper: reaper, Timing: a.upstreamTiming, Version: buildVersion(), Log: log,
 	})
 	s.hub = actors.NewHub(mcpServer, actors.HubOptions{
-		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: s.holder, Ready: s.upstreams.Ready(),
+		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: published, Ready: upstreamsReady,
+		KillCalls: killCalls,
 	}, log)
 	s.registry = actors.NewRegistry(actors.RegistryOptions{
-		Server: mcpServer, Snapshots: s.holder, Calls: s.hub.Calls(), ToolsetChanged: toolsetChanged, Offers: offers, Log: log,
+		Server: mcpServer, Snapshots: published, KillCalls: killCalls, States: upstreamStates, Stopped: registryStopped,
+		ToolsetChanged: toolsetChanged, Offers: offers, Log: log,
 	})
-	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Uses: uses, Filed: filed, Snapshots: s.holder, Log: log})
-	s.hooks = actors.NewHooks(actors.HooksOptions{Filed: filed, Snapshots: s.holder, Getenv: a.getenv, Reaper: reaper, Log: log})
-	requestTool := &toolset.RequestTool{Submit: s.requests.Submit, Denials: shared.Denials, Watch: s.grants.Watch, Pending: s.requests.Pending,
-		Decide: s.requests.Decide, State: s.holder.State, Log: log}
+	s.requests = actors.NewRequestLog(actors.RequestLogOptions{Appends: appends, Queries: queries, Decides: decides, Uses: uses,
+		Stopped: logStopped, Filed: filed, Snapshots: published, Log: log})
+	s.hooks = actors.NewHooks(actors.HooksOptions{Filed: filed, Snapshots: published, Getenv: a.getenv, Reaper: reaper, Log: log})
+	requestTool := &toolset.RequestTool{Submit: requestLog.Submit, Denials: shared.Denials, Watch: grantsLinks.Watch,
+		Pending: requestLog.Pending, Decide: requestLog.Decide, State: published.State, Log: log}
 	mcpServer.AddTool(requestTool.DefinitionAndHandler())
-	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(s.holder.State))
-	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(s.holder.State))
+	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(published.State))
+	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(published.State))
 	s.registry.Prime()
-	releaseLoadGarbage()
-	src.server = mcpServer
-	src.upstreams = func() map[string]string {
-		ctx, cancel := context.WithTimeout(context.Background(), scrapeWait)
-		defer cancel()
-		return s.registry.UpstreamStates(ctx)
-	}
-	mcpServer.AddReceivingMiddleware(callMetrics(s.metrics))
+	actors.ReleaseLoadGarbage()
+	mcpServer.AddReceivingMiddleware(callMetrics(counters))
 	if l.Config.Admin.Listen != "" {
+		s.editor = actors.NewConfigEditor(actors.ConfigEditorOptions{Applies: applies, Stopped: editorStopped, Log: log})
 		s.admin = actors.NewAdmin(actors.AdminOptions{Listen: l.Config.Admin.Listen, Log: log, Handler: func(addr net.Addr) http.Handler {
-			s.ui = webui.New(webui.Options{Source: uiSource{s.holder, a.configOptions()}, Addr: addr, Log: log.With("component", "webui"),
-				Metrics: s.metrics.Handler()})
+			s.ui = webui.New(webui.Options{Source: uiSource{published, a.configOptions()}, Addr: addr, Log: log.With("component", "webui"),
+				Metrics: counters.Handler(), Decide: requestLog.Decide, Apply: editorLinks.Apply})
 			return s.ui.Handler()
 		}})
 	}
 	return s
 }
 
+// plainLinks names every option field of an actor that is a plain value
+// where a link could be a channel — a function, an interface, or another
+// actor — with the reason it may be one. TestEveryLinkIsNamed walks the
+// actors' options and fails on such a field this table does not name, or
+// on a name here that no option has. A key is "Options.Field", or a
+// field's type, for every field of that type.
+func plainLinks() map[string]string {
+	return map[string]string{
+		"actors.Snapshots": "a pure read of the published snapshot (actors.Published, an atomic pointer the policy holder " +
+			"alone writes): the one sanctioned shortcut past messages",
+		"func(string) string":          "Getenv: a read of the server's environment, fixed for its life",
+		"*runner.Reaper":               "the child subreaper's table of owned processes, guarded by its own lock: every child start and exit registers there on the call's own goroutine, and a round trip would add a wait to every call; its Run only reaps",
+		"actors.LoadFunc":              "LoaderOptions.Load: the domain's one load path (config.LoadFile), a pure function of the files",
+		"config.Introspect":            "LoaderOptions.Introspect: the domain's help runner, a function of the rules it is given",
+		"actors.LoadCounters":          "Prometheus counters, safe for concurrent use and owned by no actor",
+		"*actors.AuditSender":          "the audit writer's queue as its senders hold it: a channel, the writer's stopped channel and atomic counters",
+		"toolset.GrantUser":            "Shared.UseGrant: messages.RequestLogLinks.UseGrant, a send on the request log's Uses channel and a wait for its reply",
+		"*actors.AuditCounts":          "atomic counters the audit senders and writer bump and the metrics scrape reads",
+		"*mcp.Server":                  "the MCP SDK's server, whose tool table the registry alone changes and the hub alone serves",
+		"*toolset.Slots":               "Shared.Slots: a semaphore bounding the children running at once, shared by every call",
+		"*toolset.Denials":             "Shared.Denials: the bounded memory of refused calls the request tool resolves call_ids against, guarded by its own lock",
+		"*runner.Confiner":             "Shared.Confiner: builds each snapshot's sandbox; immutable once made",
+		"*config.Options":              "where the platform folders are: fixed values",
+		"*actors.Snapshot":             "PolicyHolderOptions.Initial: the first snapshot, a value",
+		"*actors.Published":            "PolicyHolderOptions.Publish: where the holder publishes the snapshot (the sanctioned shortcut)",
+		"SignalsOptions.Notify":        "signal.Notify (a test's own): installs the process's signal handling",
+		"SignalsOptions.Stop":          "signal.Stop (a test's own): removes it",
+		"PolicyHolderOptions.SetLevel": "applies mcp.log_level to the process's slog.LevelVar, which is safe for concurrent use",
+		"AdminOptions.Handler":         "builds the review UI once the admin port is bound (the port names the UI's host): called once by Listen, not a link",
+		"func() time.Time":             "the clock",
+		"RequestTool.Submit":           "messages.RequestLogLinks.Submit: a send on the request log's Appends channel and a wait for its reply",
+		"RequestTool.Pending":          "messages.RequestLogLinks.Pending: a send on the request log's Queries channel and a wait for its reply",
+		"RequestTool.Decide":           "messages.RequestLogLinks.Decide: a send on the request log's Decides channel and a wait for its reply",
+		"RequestTool.Watch":            "messages.GrantsLinks.Watch: a send on the grants actor's Waits channel; the decision arrives on the reply channel",
+		"func() *toolset.State":        "actors.Published.State: a pure read of the published snapshot, the sanctioned shortcut",
+		"webui.Source":                 "reads the published snapshot (the sanctioned shortcut) into the UI's view of it",
+		"net.Addr":                     "the admin listener's bound address, a value",
+		"http.Handler":                 "webui.Options.Metrics: the Prometheus handler, which reads the metrics' own concurrency-safe registry",
+		"webui.Decider":                "messages.RequestLogLinks.Decide: a send on the request log's Decides channel and a wait for its reply",
+		"webui.Applier":                "messages.ConfigEditorLinks.Apply: a send on the config editor's Applies channel and a wait for its reply",
+	}
+}
+
 // uiSource shows the review UI the snapshot in service.
 type uiSource struct {
-	holder *actors.PolicyHolder
-	paths  *config.Options
+	snapshots actors.Snapshots
+	paths     *config.Options
 }
 
 // Current is what the UI shows and acts on now.
 func (u uiSource) Current() webui.State {
-	snap := u.holder.Current()
+	snap := u.snapshots.Current()
 	return webui.State{AdminToken: snap.AdminToken, ConfigPath: snap.Config.File, RequestLog: snap.Config.MCP.RequestLog,
 		Policy: snap.Policy, Helps: snap.Helps, Paths: u.paths}
 }
@@ -201,7 +265,7 @@ func (s *server) run(ctx context.Context) error {
 		{"reaper", s.reaper.Run},
 	}
 	if s.admin != nil {
-		plain = append(plain, actor{"admin UI", s.admin.Run})
+		plain = append(plain, actor{"admin UI", s.admin.Run}, actor{"config editor", s.editor.Run})
 	}
 	if s.gc != nil {
 		plain = append(plain, actor{"gc tuner", s.gc.Run})
@@ -316,12 +380,3 @@ func (a *app) signalContext(ctx context.Context) (context.Context, func()) {
 func defaultHooks() hooks {
 	return hooks{notify: signal.Notify, stopNotify: signal.Stop, load: config.LoadFile}
 }
-
-// releaseLoadGarbage runs after each load. It returns to the system the
-// memory the load used and no longer needs: a load allocates several times
-// what its policy keeps (a 2.5 MB config of 5,000 rules: ~140 MB for ~45
-// MB kept, most of it yaml.v3's node tree), and the Go runtime would
-// otherwise hold those pages for minutes, so an idle server would show
-// twice its size. Loads are rare (at most about one a second, by the
-// debounce's maximum wait), and so is the forced collection this costs.
-func releaseLoadGarbage() { debug.FreeOSMemory() }
