@@ -9,6 +9,7 @@ import (
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -132,7 +133,7 @@ func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approv
 	}
 	var out approved
 	if a.apply {
-		applied, err := config.ApplyRequest(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
+		applied, err := edit.ApplyRequest(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
 		if err != nil {
 			u.log.Warn("apply refused", "id", id, "err", err)
 			return approved{}, &refusal{applyStatus(err), fmt.Sprintf("not applied, %s stays pending: %v", requests.Token(id), err)}
