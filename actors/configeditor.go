@@ -5,13 +5,13 @@ import (
 	"log/slog"
 
 	"github.com/wraptool/wraptool/messages"
-	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 )
 
 // ConfigEditor is the server's writer of the config file: the review UI's
 // "Apply to config" reaches it as an ApplyToConfig and waits for its
 // answer, so the server's applies happen one at a time, in order. The edit
-// itself is the domain's (config.ApplyRequest: validated before writing,
+// itself is the domain's (edit.ApplyRequest: validated before writing,
 // written atomically, every byte outside the edited rule kept), the same
 // one `requests approve --apply` makes from another process; the file
 // watcher then reloads what was written, as for any edit.
@@ -48,7 +48,7 @@ func (e *ConfigEditor) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case m := <-e.in:
-			applied, err := config.ApplyRequest(m.Path, m.Tool, m.Subcommand, m.Flags, m.Paths)
+			applied, err := edit.ApplyRequest(m.Path, m.Tool, m.Subcommand, m.Flags, m.Paths)
 			out := messages.AppliedToConfig{Err: err}
 			if err == nil {
 				out.Applied = applied.String()

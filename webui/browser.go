@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/webui/httpguard"
 )
@@ -273,7 +273,7 @@ func (u *UI) confirmApply(w http.ResponseWriter, r *http.Request, s site, ref se
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	p, err := config.PlanApply(s.ConfigPath, rec.Tool, rec.Subcommand, rec.Flags, s.Paths)
+	p, err := edit.PlanApply(s.ConfigPath, rec.Tool, rec.Subcommand, rec.Flags, s.Paths)
 	if err == nil && planID(p) != r.PostFormValue("plan") {
 		u.sessions.setFlash(ref, flash{Text: "The config changed since the preview, so nothing was applied: review the change as it now stands."})
 		http.Redirect(w, r, back, http.StatusSeeOther)

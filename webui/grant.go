@@ -8,6 +8,7 @@ import (
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -37,7 +38,7 @@ var formGrants = map[string]requests.Term{
 // policy changed since the denial or the call is refused for a reason no
 // exact grant lifts (exactRefusal); for any other, when the capability
 // could not be merged into the config, as --apply would be refused
-// (config.PreviewApply: an unknown tool, a deny rule covering the
+// (edit.PreviewApply: an unknown tool, a deny rule covering the
 // subcommand, a merge that does not validate). nil means it can be.
 func grantRefusal(ctx context.Context, s site, r *requests.Record) error {
 	if r.Call != nil {
@@ -47,7 +48,7 @@ func grantRefusal(ctx context.Context, s site, r *requests.Record) error {
 		}
 		return nil
 	}
-	if _, _, err := config.PreviewApply(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths); err != nil {
+	if _, _, err := edit.PreviewApply(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths); err != nil {
 		return &refusal{applyStatus(err), fmt.Sprintf("not granted, %s stays pending: %v", requests.Token(r.ID), err)}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -74,7 +75,7 @@ func (f *fixture) options(addr net.Addr) Options {
 			return requests.Decide(ctx, f.log, id, d, f.clock.now())
 		},
 		Apply: func(_ context.Context, path, tool string, sub, flags []string, paths *config.Options) (string, error) {
-			a, err := config.ApplyRequest(path, tool, sub, flags, paths)
+			a, err := edit.ApplyRequest(path, tool, sub, flags, paths)
 			if err != nil {
 				return "", err
 			}

@@ -14,7 +14,7 @@ import (
 	"unicode"
 
 	"github.com/wraptool/wraptool/policy"
-	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -240,7 +240,7 @@ func viewPolicy(p *policy.Policy) []toolView {
 // unified diff of the file, and the rule as it will stand.
 func preview(s site, r *requests.Record, unlistedOK bool) *previewView {
 	pv := &previewView{File: s.ConfigPath, UnlistedOK: unlistedOK, ConfirmURL: requestPath(r.ID, "apply")}
-	p, err := config.PlanApply(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
+	p, err := edit.PlanApply(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
 	if err != nil {
 		pv.Error = oneLine(err.Error())
 		return pv
@@ -256,7 +256,7 @@ func preview(s site, r *requests.Record, unlistedOK bool) *previewView {
 // planID identifies a preview: the file as read and as it would be
 // written. Confirm applies only when it still matches, so the operator
 // approves the change they saw, not one made by an edit since.
-func planID(p config.ApplyPreview) string {
+func planID(p edit.ApplyPreview) string {
 	h := sha256.New()
 	h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(p.Before))))
 	h.Write(p.Before)

@@ -17,6 +17,7 @@ import (
 	"github.com/wraptool/wraptool/introspect"
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -56,7 +57,7 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) erro
 	if err != nil {
 		return err
 	}
-	created, err := config.Scaffold(path, nil)
+	created, err := edit.Scaffold(path, nil)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) erro
 		"unread", tree.Unread, "took", time.Since(start).Round(time.Millisecond))
 	nt.Catalog = catalogRules(name, tree)
 
-	n, err := config.AddTool(path, nt, a.configOptions())
+	n, err := edit.AddTool(path, nt, a.configOptions())
 	if err != nil {
 		return err
 	}

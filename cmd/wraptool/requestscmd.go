@@ -18,6 +18,7 @@ import (
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -387,7 +388,7 @@ func (o *operator) refusal(r *requests.Record, ap approval, previewErr error) er
 func (a *app) recordApproval(ctx context.Context, o *operator, r *requests.Record, ap approval, by string) error {
 	id := requests.Token(r.ID)
 	if ap.apply {
-		applied, err := config.ApplyRequest(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
+		applied, err := edit.ApplyRequest(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 		if err != nil {
 			return fmt.Errorf("not applied, %s stays pending: %w", id, err)
 		}
@@ -462,7 +463,7 @@ func (a *app) printRequest(o *operator, r *requests.Record) {
 // that asks for a decision shows). err says why the merge could not be made
 // (then --apply is refused).
 func (a *app) effect(o *operator, r *requests.Record) (string, error) {
-	rule, _, err := config.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
+	rule, _, err := edit.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 	if err != nil {
 		command := requests.Token(r.Tool) + " " + requests.Subcommand(r.Subcommand)
 		return fmt.Sprintf("\nApproving records the decision; the capability cannot be merged into the config: %v\nIt asks for: %s %s\n",

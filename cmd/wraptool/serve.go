@@ -16,6 +16,7 @@ import (
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -106,7 +107,7 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 // first; then the config's log level, what it created, its warnings, and
 // the confinement check (whose warning the client set-up repeats).
 func (a *app) loadAtStart(ctx context.Context, path string, introspection config.Introspect) (*config.Loaded, string, error) {
-	created, err := config.Scaffold(path, nil)
+	created, err := edit.Scaffold(path, nil)
 	if err != nil {
 		return nil, "", err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 )
 
-// This file is `wraptool config add`: a new tool with no
+// This file plans `wraptool config add`: a new tool with no
 // allow rules, its catalog written under allow: as comments. The catalog
 // comes from the tool's help output, which the tool's author (or whoever
 // replaced the binary) wrote: every piece of it is reduced to printable
@@ -84,38 +84,16 @@ func CheckBinary(path string) error {
 	return nil
 }
 
-// AddTool adds nt to the config at path and returns how many catalog rules
-// it wrote as comments. An existing tools.<name> is refused with
+// PlanAddTool plans `config add` without touching the file: the new text
+// for data, the config at path, with nt as the last entry of tools:, and
+// how many catalog rules it holds. An existing tools.<name> is refused with
 // ErrToolExists; a bad name or binary with ErrInvalidToolName or
-// ErrBadBinary.
+// ErrBadBinary (the binary is checked when the result is validated).
 //
-// As ApplyRequest does, it splices the new lines into the file's own text
-// (every other byte stays as written), parses the result, which must load
-// as any config does and differ from the old one by the new tool alone,
-// with no rule, before writing it atomically under the config's lock,
-// keeping its mode. A refusal or failure leaves the file untouched.
-func AddTool(path string, nt NewTool, o *Options) (int, error) {
-	if err := CheckToolName(nt.Name); err != nil {
-		return 0, err
-	}
-	if err := CheckBinary(nt.Binary); err != nil {
-		return 0, err
-	}
-	var n int
-	err := editConfig(path, func(data []byte) ([]byte, error) {
-		out, rules, err := PlanAddTool(path, data, nt, o)
-		n = rules
-		return out, err
-	}, nil)
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// PlanAddTool is AddTool without the file: the new text for data, the
-// config at path, and how many catalog rules it holds, refusing whatever
-// AddTool refuses. The binary is checked when the result is validated.
+// As a request's merge does, it splices the new lines into the file's own
+// text (every other byte stays as written) and parses the result, which
+// must load as any config does and differ from the old one by the new tool
+// alone, with no rule. The file editor (package edit) writes it.
 func PlanAddTool(path string, data []byte, nt NewTool, o *Options) ([]byte, int, error) {
 	before, err := newToolBase(path, data, nt.Name, o)
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package config reads, checks and scaffolds wraptool's YAML configuration.
+// Package config reads and checks wraptool's YAML configuration.
 //
 // Loading is strict everywhere it happens (start-up, `config validate`,
 // reload): unknown keys, a wrong kind of value, aliases and a second YAML
@@ -12,10 +12,10 @@
 // validates, in that order; a *Config it returns is complete and valid. The
 // package keeps no state between calls and is safe for concurrent use.
 //
-// ApplyRequest is the one function that writes an existing config: it
-// splices an approved capability request into the file's own text, so
-// comments and layout survive, and replaces the file atomically. Appliers in
-// any number of processes are serialized by an exclusive flock on the config
-// file; an editor that saves meanwhile makes the apply refuse rather than be
-// overwritten.
+// Nothing here writes the config file (loading creates only a missing token
+// file). Edits are planned here, bytes in and bytes out: MergeRequest is the
+// one merge of a capability request, which the served config's temporary
+// grants (Loaded.Overlay) also parse in memory, and PlanAddTool, built on
+// the same text splicing, plans `config add`. Package edit, below this
+// one, is every writer of the file.
 package config

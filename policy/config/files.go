@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"syscall"
+
+	"github.com/wraptool/wraptool/policy/config/internal/safefile"
 )
 
 // Size limits for the files a load reads. Each is far above what a real file
@@ -130,7 +132,7 @@ func readRegular(path string, limit int64) ([]byte, error) {
 	case info.IsDir():
 		return fail(errors.New("is a directory"))
 	case !info.Mode().IsRegular():
-		return fail(fmt.Errorf("is not a regular file but %s", describeMode(info.Mode())))
+		return fail(fmt.Errorf("is not a regular file but %s", safefile.DescribeMode(info.Mode())))
 	case info.Size() > limit:
 		return fail(fmt.Errorf("is %d bytes; at most %d are read", info.Size(), limit))
 	}
@@ -162,16 +164,4 @@ func readAll(r io.Reader, size int64) ([]byte, error) {
 			b = append(b, 0)[:len(b)] // grew while being read
 		}
 	}
-}
-
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return m.Type().String()
 }

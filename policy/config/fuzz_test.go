@@ -79,7 +79,7 @@ func FuzzParse(f *testing.F) {
 // addParseSeeds gives a fuzz target of Parse the starter configs and a few
 // documents each of which reaches a different check.
 func addParseSeeds(f *testing.F) {
-	seeds, _ := filepath.Glob("testdata/*.yaml")
+	seeds, _ := filepath.Glob("edit/testdata/*.yaml") // the starter configs
 	for _, s := range seeds {
 		data, err := os.ReadFile(s)
 		if err != nil {

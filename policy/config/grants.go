@@ -18,9 +18,10 @@ type GrantSpec struct {
 }
 
 // Overlay is a loaded config with temporary grants merged in memory, each
-// exactly as ApplyRequest would merge it into the file (the same plan: flags
-// added to the rule with that subcommand, else a new rule with
-// positional_max 0; the merged config validated), the file itself untouched.
+// exactly as the file editor's apply would merge it into the file (the same
+// merge, MergeRequest's: flags added to the rule with that subcommand, else
+// a new rule with positional_max 0; the merged config validated), the file
+// itself untouched.
 type Overlay struct {
 	// Policy is the config with every grant in force merged: the tools and
 	// schemas clients see.
@@ -67,7 +68,7 @@ func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay {
 				failed(g.ID, err)
 				continue
 			}
-			data, cfg = m.out, m.config
+			data, cfg = m.Out, m.config
 		}
 		return data, cfg
 	}
@@ -115,7 +116,7 @@ func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay {
 
 // PreviewRule is the allow rule tool/sub/flags would stand as once merged
 // into the served config (help flags not seeded): the same merge a grant
-// and ApplyRequest make, on the bytes this load read, so what a person is
+// and an apply make, on the bytes this load read, so what a person is
 // asked about in a client is what approving there puts in force. It refuses
 // what a grant refuses.
 func (l *Loaded) PreviewRule(tool string, sub, flags []string) (*policy.AllowRule, error) {
@@ -132,7 +133,7 @@ func (l *Loaded) PreviewRule(tool string, sub, flags []string) (*policy.AllowRul
 	if err != nil {
 		return nil, err
 	}
-	return m.rule, nil
+	return m.Rule, nil
 }
 
 // errNoConfigBytes is why no grant merges into a Loaded that did not read

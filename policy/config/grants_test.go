@@ -1,9 +1,7 @@
 package config
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,25 +9,8 @@ import (
 	"testing"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
-
-// rulesOf summarises a policy's rules for comparison: name, flags, and the
-// positional limit.
-func rulesOf(p *policy.Policy) []string {
-	var out []string
-	for _, tool := range p.Tools() {
-		for _, r := range p.ToolRules(tool) {
-			var flags []string
-			for _, f := range r.Flags() {
-				flags = append(flags, fmt.Sprintf("%s:%v", f.Flag, f.Type))
-			}
-			max, ok := r.PositionalMax()
-			out = append(out, fmt.Sprintf("%s exposed=%v flags=%v max=%d,%v", r.Name(), r.Exposed(), flags, max, ok))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
 
 func loadFor(t *testing.T, path, dir string) *Loaded {
 	t.Helper()
@@ -40,105 +21,13 @@ func loadFor(t *testing.T, path, dir string) *Loaded {
 	return l
 }
 
-// TestOverlayMergesAsApplyRequestDoes runs every golden apply case as
-// grants: the overlay's policy is the policy of the file ApplyRequest
-// writes, whether the requests are granted for a while or once, and the
-// config file is not touched.
-func TestOverlayMergesAsApplyRequestDoes(t *testing.T) {
-	t.Parallel()
-	for _, tc := range applyGolden {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			dir := applyFixture(t)
-			in := readBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml"))
-			cfg := writeConfig(t, dir, "config.yaml", string(in), 0o600)
-			want := writeConfig(t, dir, "want.yaml", string(readBytes(t, filepath.Join("testdata/apply", tc.name+".want.yaml"))), 0o600)
-			wantRules := rulesOf(loadFor(t, want, dir).Policy)
-
-			var grants []GrantSpec
-			for i, r := range tc.reqs {
-				grants = append(grants, GrantSpec{ID: fmt.Sprintf("req_%08d", i), Tool: r.tool, Subcommand: r.sub, Flags: r.flags})
-			}
-			l := loadFor(t, cfg, dir)
-			before := rulesOf(l.Policy)
-			timed := l.Overlay(grants, nil)
-			if len(timed.Dormant) > 0 {
-				t.Fatalf("dormant: %v", timed.Dormant)
-			}
-			if got := rulesOf(timed.Policy); !slices.Equal(got, wantRules) {
-				t.Errorf("timed overlay:\n got %q\nwant %q", got, wantRules)
-			}
-			if got := rulesOf(timed.Timed); !slices.Equal(got, wantRules) {
-				t.Errorf("timed overlay's Timed differs from its Policy")
-			}
-			once := l.Overlay(nil, grants)
-			if got := rulesOf(once.Policy); !slices.Equal(got, wantRules) {
-				t.Errorf("once overlay:\n got %q\nwant %q", got, wantRules)
-			}
-			if got := rulesOf(once.Timed); !slices.Equal(got, before) {
-				t.Errorf("once overlay's Timed is not the config alone")
-			}
-			if len(once.Each) != len(grants) {
-				t.Errorf("policies for %d of %d grants", len(once.Each), len(grants))
-			}
-			if got := rulesOf(l.Policy); !slices.Equal(got, before) {
-				t.Errorf("the overlay changed the loaded policy")
-			}
-			if !bytes.Equal(readBytes(t, cfg), []byte(strings.ReplaceAll(string(in), "$DIR", dir))) {
-				t.Errorf("the overlay wrote the config")
-			}
-		})
-	}
-}
-
-// TestOverlayRefusesAsApplyRequestDoes runs ApplyRequest's refusal cases
-// (those on a config that loads) as grants: each is dormant with the very
-// error ApplyRequest gives, and the other grants still merge.
-func TestOverlayRefusesAsApplyRequestDoes(t *testing.T) {
-	t.Parallel()
-	for _, tc := range applyRefusals() {
-		if tc.setup != nil || strings.Contains(tc.msg, "does not load") {
-			continue // about the file, not the merge
-		}
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			dir := applyFixture(t)
-			config := tc.config
-			if config == "" {
-				config = refusalConfig
-			}
-			cfg := writeConfig(t, dir, "config.yaml", config, 0o600)
-			l := loadFor(t, cfg, dir)
-			good := GrantSpec{ID: "req_good", Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}}
-			bad := GrantSpec{ID: "req_bad", Tool: tc.tool, Subcommand: tc.sub, Flags: tc.flags}
-			o := l.Overlay([]GrantSpec{bad, good}, nil)
-			msg := strings.NewReplacer("$CFG", cfg, "$DIR", dir).Replace(tc.msg)
-			if err := o.Dormant["req_bad"]; err == nil || err.Error() != msg {
-				t.Errorf("dormant error:\n got %v\nwant %s", err, msg)
-			}
-			if err := l.Overlay(nil, []GrantSpec{bad}).Dormant["req_bad"]; err == nil || err.Error() != msg {
-				t.Errorf("dormant once-grant error:\n got %v\nwant %s", err, msg)
-			}
-			if _, ok := o.Dormant["req_good"]; ok {
-				t.Errorf("a good grant went dormant beside a bad one: %v", o.Dormant["req_good"])
-			}
-			if _, ok := o.Policy.Rule("git_status"); !ok {
-				t.Errorf("the good grant is not in force")
-			}
-			if _, ok := l.Overlay(nil, []GrantSpec{bad}).Each["req_bad"]; ok {
-				t.Errorf("a refused once-grant has a policy")
-			}
-		})
-	}
-}
-
 // TestOverlayEachGrantStandsApart shows that each grant's own policy holds
 // that grant alone, so a call is credited to the grant that really allows
 // it, while Timed holds every timed grant and Policy every grant.
 func TestOverlayEachGrantStandsApart(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
-	cfg := writeConfig(t, dir, "config.yaml", refusalConfig, 0o600)
+	dir := configtest.ApplyFixture(t)
+	cfg := configtest.WriteConfig(t, dir, "config.yaml", configtest.RefusalConfig, 0o600)
 	l := loadFor(t, cfg, dir)
 	o := l.Overlay(
 		[]GrantSpec{{ID: "t1", Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--atomic"}}},
@@ -193,10 +82,10 @@ func TestOverlayEachGrantStandsApart(t *testing.T) {
 // but not the token files.
 func TestPolicyHash(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
-	writeConfig(t, dir, "tok", "t0k3n-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", 0o600)
-	writeConfig(t, dir, "env", "A=1\n", 0o600)
-	cfg := writeConfig(t, dir, "config.yaml", `mcp:
+	dir := configtest.ApplyFixture(t)
+	configtest.WriteConfig(t, dir, "tok", "t0k3n-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n", 0o600)
+	configtest.WriteConfig(t, dir, "env", "A=1\n", 0o600)
+	cfg := configtest.WriteConfig(t, dir, "config.yaml", `mcp:
   listen: 127.0.0.1:8717
   auth_token_file: $DIR/tok
 tools:
@@ -205,16 +94,16 @@ tools:
     env_files: [$DIR/env]
 `, 0o600)
 	h0 := loadFor(t, cfg, dir).PolicyHash()
-	writeConfig(t, dir, "tok", "an0ther-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n", 0o600)
+	configtest.WriteConfig(t, dir, "tok", "an0ther-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n", 0o600)
 	if h := loadFor(t, cfg, dir).PolicyHash(); h != h0 {
 		t.Errorf("a token change changed the policy hash")
 	}
-	writeConfig(t, dir, "env", "A=2\n", 0o600)
+	configtest.WriteConfig(t, dir, "env", "A=2\n", 0o600)
 	h1 := loadFor(t, cfg, dir).PolicyHash()
 	if h1 == h0 {
 		t.Errorf("an env file change kept the policy hash")
 	}
-	writeConfig(t, dir, "config.yaml", strings.ReplaceAll(string(readBytes(t, cfg)), "8717", "8718"), 0o600)
+	configtest.WriteConfig(t, dir, "config.yaml", strings.ReplaceAll(string(configtest.ReadBytes(t, cfg)), "8717", "8718"), 0o600)
 	if h := loadFor(t, cfg, dir).PolicyHash(); h == h1 {
 		t.Errorf("a config change kept the policy hash")
 	}
@@ -229,7 +118,7 @@ func TestCanonicalPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := writeConfig(t, dir, "config.yaml", "mcp: {}\n", 0o600)
+	real := configtest.WriteConfig(t, dir, "config.yaml", "mcp: {}\n", 0o600)
 	link := filepath.Join(dir, "link.yaml")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
@@ -249,9 +138,9 @@ func TestCanonicalPath(t *testing.T) {
 // agree on the policy hash, overrides file included.
 func TestPolicyHashSameWithOrWithoutIntrospection(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
-	writeConfig(t, dir, "overrides.yaml", "{}\n", 0o600)
-	cfg := writeConfig(t, dir, "config.yaml", `mcp:
+	dir := configtest.ApplyFixture(t)
+	configtest.WriteConfig(t, dir, "overrides.yaml", "{}\n", 0o600)
+	cfg := configtest.WriteConfig(t, dir, "config.yaml", `mcp:
   listen: 127.0.0.1:8717
 tools:
   git:
@@ -270,7 +159,7 @@ tools:
 	if introspected.PolicyHash() != plain {
 		t.Errorf("the policy hash depends on whether the load introspected")
 	}
-	writeConfig(t, dir, "overrides.yaml", "{git: {}}\n", 0o600)
+	configtest.WriteConfig(t, dir, "overrides.yaml", "{git: {}}\n", 0o600)
 	if loadFor(t, cfg, dir).PolicyHash() == plain {
 		t.Errorf("an overrides change kept the policy hash")
 	}

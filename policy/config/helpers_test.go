@@ -50,6 +50,12 @@ func parseFixture(t *testing.T, dir, yaml string) (*Config, error) {
 	return Parse(filepath.Join(dir, "config.yaml"), []byte(yaml), &Options{Home: filepath.Join(dir, "home"), Getenv: func(string) string { return "" }})
 }
 
+// applyOptions are the options the apply fixture's configs load with: a
+// home inside the fixture, no environment.
+func applyOptions(dir string) *Options {
+	return &Options{Home: filepath.Join(dir, "home"), Getenv: func(string) string { return "" }}
+}
+
 // mustParse parses a config that must be valid.
 func mustParse(t *testing.T, dir, yaml string) *Config {
 	t.Helper()

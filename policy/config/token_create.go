@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/wraptool/wraptool/policy/config/internal/safefile"
 )
 
 // ensureToken creates the token file at path when none exists: 32 random
@@ -27,7 +29,7 @@ func ensureToken(path string) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return false, fmt.Errorf("create token file: %w", err)
 	}
-	created, err := createExclusive(path, []byte(hex.EncodeToString(b[:])+"\n"))
+	created, err := safefile.CreateExclusive(path, []byte(hex.EncodeToString(b[:])+"\n"))
 	if err != nil {
 		return false, fmt.Errorf("create token file %s: %w", path, err)
 	}

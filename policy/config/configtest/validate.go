@@ -2,7 +2,10 @@
 // share: one table of cases, run both in-process (cmd/wraptool, through the
 // command's exec function) and against the built binary (integration), and
 // the folder each case runs in. One table means the two runs can never
-// drift apart.
+// drift apart. It also holds the apply fixture that the tests of the
+// request merge (policy/config) and of the file editor (policy/config/edit)
+// share, so the grant overlay is checked against the very files the editor
+// writes.
 package configtest
 
 import (

@@ -1,4 +1,4 @@
-package config
+package edit
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // applyReq is one capability request to merge.
@@ -18,49 +20,11 @@ type applyReq struct {
 	tool  string
 	sub   []string
 	flags []string
-	want  string // Applied.String()
+	want  string // config.Applied.String()
 }
 
-// applyFixture makes a private folder with an executable stand-in for every
-// tool the apply configs wrap; the configs name it $DIR.
-func applyFixture(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"git", "gh", "kubectl", "fj", "npm", "docker", "yq", "rg"} {
-		if err := os.WriteFile(filepath.Join(dir, "bin", name), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-func applyOptions(dir string) *Options {
-	return &Options{Home: filepath.Join(dir, "home"), Getenv: func(string) string { return "" }}
-}
-
-// writeConfig writes yaml ($DIR replaced by dir) as dir/name with mode.
-func writeConfig(t testing.TB, dir, name, yaml string, mode os.FileMode) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(strings.ReplaceAll(yaml, "$DIR", dir)), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func readBytes(t testing.TB, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+func applyOptions(dir string) *config.Options {
+	return &config.Options{Home: filepath.Join(dir, "home"), Getenv: func(string) string { return "" }}
 }
 
 // The golden configs: each NAME.in.yaml gets its requests applied in order
@@ -145,9 +109,9 @@ func TestApplyGolden(t *testing.T) {
 	for _, tc := range applyGolden {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := applyFixture(t)
-			in := string(readBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml")))
-			cfg := writeConfig(t, dir, "config.yaml", in, 0o600)
+			dir := configtest.ApplyFixture(t)
+			in := string(configtest.ReadBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml")))
+			cfg := configtest.WriteConfig(t, dir, "config.yaml", in, 0o600)
 			for _, r := range tc.reqs {
 				a, err := ApplyRequest(cfg, r.tool, r.sub, r.flags, applyOptions(dir))
 				if err != nil {
@@ -157,18 +121,18 @@ func TestApplyGolden(t *testing.T) {
 					t.Errorf("ApplyRequest(%s %v %v) = %q, want %q", r.tool, r.sub, r.flags, got, r.want)
 				}
 			}
-			got := bytes.ReplaceAll(readBytes(t, cfg), []byte(dir), []byte("$DIR"))
+			got := bytes.ReplaceAll(configtest.ReadBytes(t, cfg), []byte(dir), []byte("$DIR"))
 			wantFile := filepath.Join("testdata/apply", tc.name+".want.yaml")
 			if *update {
 				if err := os.WriteFile(wantFile, got, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want := readBytes(t, wantFile)
+			want := configtest.ReadBytes(t, wantFile)
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s: got (-) / want (+):\n%s", tc.name, lineDiff(string(got), string(want)))
 			}
-			if _, err := Parse(cfg, bytes.ReplaceAll(want, []byte("$DIR"), []byte(dir)), applyOptions(dir)); err != nil {
+			if _, err := config.Parse(cfg, bytes.ReplaceAll(want, []byte("$DIR"), []byte(dir)), applyOptions(dir)); err != nil {
 				t.Errorf("%s does not parse: %v", wantFile, err)
 			}
 			if tc.name == "nothing-to-add" && !bytes.Equal(want, []byte(in)) {
@@ -185,8 +149,8 @@ func TestApplyGolden(t *testing.T) {
 func TestApplyGoldenOnlyAddsLines(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"crlf", "allow-missing", "new-rule", "compact", "bare-rule"} {
-		in := readBytes(t, filepath.Join("testdata/apply", name+".in.yaml"))
-		want := readBytes(t, filepath.Join("testdata/apply", name+".want.yaml"))
+		in := configtest.ReadBytes(t, filepath.Join("testdata/apply", name+".in.yaml"))
+		want := configtest.ReadBytes(t, filepath.Join("testdata/apply", name+".want.yaml"))
 		inLines := strings.SplitAfter(string(in), "\n")
 		rest := inLines
 		for _, l := range strings.SplitAfter(string(want), "\n") {
@@ -221,23 +185,6 @@ func lineDiff(got, want string) string {
 	return b.String()
 }
 
-const refusalConfig = `mcp:
-  listen: 127.0.0.1:8717
-tools:
-  git:
-    binary: $DIR/bin/git
-    allow:
-      - subcommand: [commit]
-        flags: [--m]          # a long flag whose property is "m"
-      - subcommand: [push]
-        deny_flags: [--force]
-        flag_constraints:
-          "--mirror": {deny: true}
-    deny:
-      - subcommand: [config]
-      - subcommand: [remote, add]
-`
-
 // assertNoTemp fails when an apply left a temporary file behind.
 func assertNoTemp(t *testing.T, dir string) {
 	t.Helper()
@@ -255,8 +202,8 @@ func TestApplyKeepsMode(t *testing.T) {
 	for _, mode := range []os.FileMode{0o600, 0o640, 0o400} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
-			dir := applyFixture(t)
-			cfg := writeConfig(t, dir, "config.yaml", refusalConfig, mode)
+			dir := configtest.ApplyFixture(t)
+			cfg := configtest.WriteConfig(t, dir, "config.yaml", configtest.RefusalConfig, mode)
 			if _, err := ApplyRequest(cfg, "git", []string{"push"}, []string{"--atomic"}, applyOptions(dir)); err != nil {
 				t.Fatal(err)
 			}
@@ -267,8 +214,8 @@ func TestApplyKeepsMode(t *testing.T) {
 			if got := info.Mode().Perm(); got != mode {
 				t.Errorf("mode after apply = %v, want %v", got, mode)
 			}
-			if !strings.Contains(string(readBytes(t, cfg)), "flags: [\"--atomic\"]") {
-				t.Errorf("the flag was not written:\n%s", readBytes(t, cfg))
+			if !strings.Contains(string(configtest.ReadBytes(t, cfg)), "flags: [\"--atomic\"]") {
+				t.Errorf("the flag was not written:\n%s", configtest.ReadBytes(t, cfg))
 			}
 		})
 	}
@@ -278,11 +225,11 @@ func TestApplyKeepsMode(t *testing.T) {
 // target holds the merged config.
 func TestApplyWritesThroughSymlink(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
+	dir := configtest.ApplyFixture(t)
 	if err := os.Mkdir(filepath.Join(dir, "dotfiles"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	target := writeConfig(t, dir, "dotfiles/wraptool.yaml", refusalConfig, 0o600)
+	target := configtest.WriteConfig(t, dir, "dotfiles/wraptool.yaml", configtest.RefusalConfig, 0o600)
 	link := filepath.Join(dir, "config.yaml")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
@@ -297,8 +244,8 @@ func TestApplyWritesThroughSymlink(t *testing.T) {
 	if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the symlink was replaced: %v %v", info.Mode(), err)
 	}
-	if !strings.Contains(string(readBytes(t, target)), "flags: [--m, --amend]") {
-		t.Errorf("the target was not written:\n%s", readBytes(t, target))
+	if !strings.Contains(string(configtest.ReadBytes(t, target)), "flags: [--m, --amend]") {
+		t.Errorf("the target was not written:\n%s", configtest.ReadBytes(t, target))
 	}
 	assertNoTemp(t, dir)
 	assertNoTemp(t, filepath.Join(dir, "dotfiles"))
@@ -308,9 +255,9 @@ func TestApplyWritesThroughSymlink(t *testing.T) {
 // flags, and writes nothing.
 func TestPreviewApply(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
-	cfg := writeConfig(t, dir, "config.yaml", refusalConfig, 0o600)
-	before := readBytes(t, cfg)
+	dir := configtest.ApplyFixture(t)
+	cfg := configtest.WriteConfig(t, dir, "config.yaml", configtest.RefusalConfig, 0o600)
+	before := configtest.ReadBytes(t, cfg)
 	zero := 0
 	cases := []struct {
 		sub, flags []string
@@ -345,7 +292,7 @@ func TestPreviewApply(t *testing.T) {
 			t.Errorf("PreviewApply(%v %v) rule = %+v, want %+v", tc.sub, tc.flags, rule, tc.rule)
 		}
 	}
-	if !bytes.Equal(readBytes(t, cfg), before) {
+	if !bytes.Equal(configtest.ReadBytes(t, cfg), before) {
 		t.Error("PreviewApply wrote the config")
 	}
 }
@@ -354,8 +301,8 @@ func TestPreviewApply(t *testing.T) {
 // them, so none loses another's edit.
 func TestApplyConcurrentAppliersKeepEveryEdit(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
-	cfg := writeConfig(t, dir, "config.yaml", refusalConfig, 0o600)
+	dir := configtest.ApplyFixture(t)
+	cfg := configtest.WriteConfig(t, dir, "config.yaml", configtest.RefusalConfig, 0o600)
 	const n = 12
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -375,7 +322,7 @@ func TestApplyConcurrentAppliersKeepEveryEdit(t *testing.T) {
 	for err := range errs {
 		t.Errorf("concurrent apply: %v", err)
 	}
-	c, err := Parse(cfg, readBytes(t, cfg), applyOptions(dir))
+	c, err := config.Parse(cfg, configtest.ReadBytes(t, cfg), applyOptions(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,12 +343,12 @@ func TestApplyConcurrentAppliersKeepEveryEdit(t *testing.T) {
 // than a string, so "true" stays the token true.
 func TestApplyQuotesTokensYAMLWouldConvert(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
-	cfg := writeConfig(t, dir, "config.yaml", refusalConfig, 0o600)
+	dir := configtest.ApplyFixture(t)
+	cfg := configtest.WriteConfig(t, dir, "config.yaml", configtest.RefusalConfig, 0o600)
 	if _, err := ApplyRequest(cfg, "git", []string{"true", "1", "null", "ok"}, []string{"-1"}, applyOptions(dir)); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(readBytes(t, cfg)); !strings.Contains(got, `- subcommand: ["true", "1", "null", ok]`+"\n        flags: [\"-1\"]\n") {
+	if got := string(configtest.ReadBytes(t, cfg)); !strings.Contains(got, `- subcommand: ["true", "1", "null", ok]`+"\n        flags: [\"-1\"]\n") {
 		t.Errorf("tokens not quoted as needed:\n%s", got)
 	}
 }
@@ -462,12 +409,12 @@ func TestApplyLayouts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := applyFixture(t)
-			cfg := writeConfig(t, dir, "config.yaml", tc.in, 0o600)
+			dir := configtest.ApplyFixture(t)
+			cfg := configtest.WriteConfig(t, dir, "config.yaml", tc.in, 0o600)
 			if _, err := ApplyRequest(cfg, "git", tc.sub, tc.flags, applyOptions(dir)); err != nil {
 				t.Fatal(err)
 			}
-			got := strings.ReplaceAll(string(readBytes(t, cfg)), dir, "$DIR")
+			got := strings.ReplaceAll(string(configtest.ReadBytes(t, cfg)), dir, "$DIR")
 			if got != tc.want {
 				t.Errorf("got (-) / want (+):\n%s", lineDiff(got, tc.want))
 			}

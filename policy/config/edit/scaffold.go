@@ -1,4 +1,4 @@
-package config
+package edit
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"text/template"
+
+	"github.com/wraptool/wraptool/policy/config/internal/safefile"
 )
 
 // ScaffoldOptions adjusts Scaffold. A nil *ScaffoldOptions means defaults.
@@ -49,54 +51,11 @@ func Scaffold(path string, o *ScaffoldOptions) (bool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("scaffold config: %w", err)
 	}
-	created, err := createExclusive(path, Starter(gitPath))
+	created, err := safefile.CreateExclusive(path, Starter(gitPath))
 	if err != nil {
 		return false, fmt.Errorf("scaffold config: %w", err)
 	}
 	return created, nil
-}
-
-// createExclusive writes data to path with mode 0600 unless path exists. A
-// crash never leaves a partial file at path.
-func createExclusive(path string, data []byte) (created bool, err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, syncDir(dir)
-}
-
-// syncDir makes a new directory entry durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // StarterTokenFile is the MCP token file the starter config names.

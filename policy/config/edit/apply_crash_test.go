@@ -1,4 +1,4 @@
-package config
+package edit
 
 import (
 	"bufio"
@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // The crash test's child runs when these are set: the config to apply to,
@@ -67,21 +70,21 @@ func TestApplyCrashChild(t *testing.T) {
 // behind neither collide with the config's name nor stop a later apply.
 func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 	t.Parallel()
-	dir := applyFixture(t)
-	cfg := writeConfig(t, dir, "config.yaml", crashConfig, 0o600)
+	dir := configtest.ApplyFixture(t)
+	cfg := configtest.WriteConfig(t, dir, "config.yaml", crashConfig, 0o600)
 	o := applyOptions(dir)
 
 	// states[k] is the config after the first k requests.
-	states := [][]byte{readBytes(t, cfg)}
+	states := [][]byte{configtest.ReadBytes(t, cfg)}
 	state := func(k int) []byte {
 		for len(states) <= k {
 			n := len(states) - 1
 			sub, flags := crashRequest(n)
-			m, err := plan(cfg, states[n], "git", sub, flags, o, nil)
+			m, err := config.MergeRequest(cfg, states[n], "git", sub, flags, o)
 			if err != nil {
 				t.Fatalf("planning request %d: %v", n, err)
 			}
-			states = append(states, m.out)
+			states = append(states, m.Out)
 		}
 		return states[k]
 	}
@@ -125,7 +128,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 			t.Fatalf("round %d: child ended on its own (%v): %s", round, err, stderr.String())
 		}
 
-		got := readBytes(t, cfg)
+		got := configtest.ReadBytes(t, cfg)
 		next := -1
 		for j := k; j <= k+1000 && next < 0; j++ {
 			if bytes.Equal(got, state(j)) {
@@ -135,7 +138,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 		if next < 0 {
 			t.Fatalf("round %d: the config is none of the states the sequence produces:\n%s", round, got)
 		}
-		if _, err := Parse(cfg, got, o); err != nil {
+		if _, err := config.Parse(cfg, got, o); err != nil {
 			t.Fatalf("round %d: the config does not parse: %v", round, err)
 		}
 		writes += next - k
@@ -160,7 +163,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 	if _, err := ApplyRequest(cfg, "git", sub, flags, o); err != nil {
 		t.Fatalf("apply after the kills: %v", err)
 	}
-	if got := readBytes(t, cfg); !bytes.Equal(got, state(k+1)) {
+	if got := configtest.ReadBytes(t, cfg); !bytes.Equal(got, state(k+1)) {
 		t.Errorf("apply after the kills wrote:\n%s\nwant:\n%s", got, state(k+1))
 	}
 	assertNoTemp(t, dir)

@@ -1,4 +1,4 @@
-package config
+package edit
 
 import (
 	"bytes"
@@ -8,6 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // FuzzApply checks ApplyRequest's promises on any config and request: a
@@ -25,10 +29,10 @@ func FuzzApply(f *testing.F) {
 			f.Add(in, r.tool, strings.Join(r.sub, " "), strings.Join(r.flags, " "))
 		}
 	}
-	f.Add([]byte(refusalConfig), "git", "commit", "-m")
-	f.Add([]byte(refusalConfig), "git", "remote add x", "")
+	f.Add([]byte(configtest.RefusalConfig), "git", "commit", "-m")
+	f.Add([]byte(configtest.RefusalConfig), "git", "remote add x", "")
 	f.Add([]byte(crashConfig), "git", "status", "--short -s")
-	dir := applyFixture(f)
+	dir := configtest.ApplyFixture(f)
 	o := applyOptions(dir)
 	cfg := filepath.Join(dir, "config.yaml")
 	f.Fuzz(func(t *testing.T, data []byte, tool, subs, flagList string) {
@@ -48,11 +52,11 @@ func FuzzApply(f *testing.F) {
 			}
 			return
 		}
-		before, err := Parse(cfg, data, o)
+		before, err := config.Parse(cfg, data, o)
 		if err != nil {
 			t.Fatalf("apply accepted a config that does not parse: %v", err)
 		}
-		after, err := Parse(cfg, got, o)
+		after, err := config.Parse(cfg, got, o)
 		if err != nil {
 			t.Fatalf("the applied config does not parse: %v\n%s", err, got)
 		}
@@ -79,6 +83,14 @@ func FuzzApply(f *testing.F) {
 			t.Fatalf("settings outside the rule changed:\n%s", lineDiff(string(got), string(data)))
 		}
 	})
+}
+
+// unseeded is r as written: its own flags, without the seeded help flags.
+func unseeded(r *policy.AllowRule) *policy.AllowRule {
+	c := *r
+	c.Flags = r.Written()
+	c.Seeded = nil
+	return &c
 }
 
 func boolInt(b bool) int {

@@ -1,4 +1,4 @@
-package config
+package edit
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -41,9 +44,9 @@ func TestStarterGolden(t *testing.T) {
 // without git at all.
 func TestStarterValidates(t *testing.T) {
 	t.Parallel()
-	dir := fixture(t)
-	for _, git := range []string{filepath.Join(dir, "bin/tool"), ""} {
-		c, err := Parse(filepath.Join(dir, "config.yaml"), Starter(git), &Options{Home: dir, Getenv: func(string) string { return "" }})
+	dir := configtest.ApplyFixture(t)
+	for _, git := range []string{filepath.Join(dir, "bin/git"), ""} {
+		c, err := config.Parse(filepath.Join(dir, "config.yaml"), Starter(git), &config.Options{Home: dir, Getenv: func(string) string { return "" }})
 		if err != nil {
 			t.Fatalf("starter with git %q: %v", git, err)
 		}
@@ -136,21 +139,6 @@ func TestScaffold(t *testing.T) {
 		}
 		assertMode(t, dir, 0o755|os.ModeDir)
 	})
-}
-
-func TestCreateExclusiveLosesRaceWithoutClobbering(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte("first\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	created, err := createExclusive(path, []byte("second\n"))
-	if err != nil || created {
-		t.Fatalf("createExclusive = %v, %v; want false, nil", created, err)
-	}
-	if got, _ := os.ReadFile(path); string(got) != "first\n" {
-		t.Errorf("file = %q, want the first writer's", got)
-	}
 }
 
 func assertMode(t *testing.T, path string, want os.FileMode) {

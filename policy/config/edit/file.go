@@ -1,4 +1,4 @@
-package config
+package edit
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/internal/safefile"
 )
 
 // lockWait bounds how long an apply waits for another apply's lock, as
@@ -20,27 +23,6 @@ const lockWait = 5 * time.Second
 // ".config.yaml.apply-123456". The leading dot keeps editors and listings
 // quiet; the watcher reacts only to the config's own name.
 func tempPrefix(file string) string { return "." + filepath.Base(file) + ".apply-" }
-
-// apply is ApplyRequest; beforeCommit, when set (tests), runs after the new
-// file is written and before the final check that the config is unchanged.
-func apply(path string, tool string, sub, flags []string, o *Options, beforeCommit func()) (Applied, error) {
-	var applied Applied
-	err := editConfig(path, func(data []byte) ([]byte, error) {
-		m, err := plan(path, data, tool, sub, flags, o, nil)
-		if err != nil {
-			return nil, err
-		}
-		applied = m.applied
-		if !m.applied.Changed() {
-			return nil, nil
-		}
-		return m.out, nil
-	}, beforeCommit)
-	if err != nil {
-		return Applied{}, err
-	}
-	return applied, nil
-}
 
 // editConfig is the one way a command edits the config in place (an
 // apply, `config add`): under the config's lock it reads the file, has
@@ -64,7 +46,7 @@ func editConfig(path string, edit func(data []byte) ([]byte, error), beforeCommi
 	}
 	defer lk.f.Close() // releases the lock
 
-	data, err := ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -83,7 +65,7 @@ func editConfig(path string, edit func(data []byte) ([]byte, error), beforeCommi
 		if beforeCommit != nil {
 			beforeCommit()
 		}
-		now, err := ReadFile(path)
+		now, err := config.ReadFile(path)
 		switch {
 		case err != nil:
 			refused = err
@@ -101,8 +83,18 @@ func editConfig(path string, edit func(data []byte) ([]byte, error), beforeCommi
 	return nil
 }
 
+// refusal is a refusal with a sentence of its own that still matches its
+// sentinel with errors.Is, as the merge's refusals do.
+type refusal struct {
+	err error
+	msg string
+}
+
+func (e *refusal) Error() string { return e.msg }
+func (e *refusal) Unwrap() error { return e.err }
+
 func changedMeanwhile(path string) error {
-	return &applyError{ErrChangedMeanwhile, fmt.Sprintf(
+	return &refusal{config.ErrChangedMeanwhile, fmt.Sprintf(
 		"%s changed while the request was being applied; nothing was written: apply it again", path)}
 }
 
@@ -142,7 +134,7 @@ func lockConfig(path, target string) (*configLock, error) {
 			f.Close()
 			what := "is a directory"
 			if !info.IsDir() {
-				what = "is not a regular file but " + describeMode(info.Mode())
+				what = "is not a regular file but " + safefile.DescribeMode(info.Mode())
 			}
 			return nil, fmt.Errorf("%s: cannot read config: %s", path, what)
 		}
@@ -231,7 +223,7 @@ func replaceFile(target string, orig fs.FileInfo, data []byte, commit func() err
 	// The rename is the commit; the folder's fsync makes it survive a
 	// power cut. Should that fail, the new config is in place but maybe not
 	// durable, and the error says so.
-	if err := syncDir(dir); err != nil {
+	if err := safefile.SyncDir(dir); err != nil {
 		return fmt.Errorf("the config was replaced, but syncing %s failed: %w", dir, err)
 	}
 	return nil

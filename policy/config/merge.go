@@ -54,86 +54,40 @@ func command(tool string, sub []string) string {
 	return strings.Join(append([]string{tool}, sub...), " ")
 }
 
-// PreviewApply computes what ApplyRequest would merge without writing
-// anything, so the operator can see the effect before approving: the allow
-// rule as it would stand (its written flags; the help flags a load seeds are
-// not included), and what would change. It refuses exactly what
-// ApplyRequest refuses, with the same errors.
-func PreviewApply(path string, tool string, sub, flags []string, o *Options) (*policy.AllowRule, Applied, error) {
-	data, err := ReadFile(path)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	m, err := plan(path, data, tool, sub, flags, o, nil)
-	if err != nil {
-		return nil, Applied{}, err
-	}
-	return m.rule, m.applied, nil
-}
-
-// ApplyPreview is what PlanApply computes: the file's bytes now and as the
-// apply would write them, for a review page's diff.
-type ApplyPreview struct {
-	// Before and After are the config's bytes; equal when nothing changes.
-	Before, After []byte
+// Merged is a capability request merged into a config's text: what the
+// file editor writes, and what a temporary grant parses in memory.
+type Merged struct {
+	// Out is the new text; the old one when nothing changes.
+	Out []byte
 	// Rule is the allow rule as it would stand, help flags not seeded.
 	Rule *policy.AllowRule
-	// Applied says what would change.
+	// Applied says what the merge changes.
 	Applied Applied
+
+	config *Config // Out, parsed and validated
 }
 
-// PlanApply is PreviewApply with the exact bytes: what ApplyRequest would
-// write, computed the same way, writing nothing. The admin UI shows it as a
-// unified diff before the operator confirms.
-func PlanApply(path string, tool string, sub, flags []string, o *Options) (ApplyPreview, error) {
-	data, err := ReadFile(path)
-	if err != nil {
-		return ApplyPreview{}, err
-	}
-	m, err := plan(path, data, tool, sub, flags, o, nil)
-	if err != nil {
-		return ApplyPreview{}, err
-	}
-	return ApplyPreview{Before: data, After: m.out, Rule: m.rule, Applied: m.applied}, nil
-}
-
-// ApplyRequest merges an approved capability request into the config file
-// at path and reports what it merged. The tool must already be in the
-// config and no deny rule may cover the subcommand; an allow rule with
-// exactly that subcommand gains the new flags and keeps its constraints,
-// otherwise a new rule is appended with arg_constraints {positional_max: 0}.
+// MergeRequest merges a capability request into data, the bytes of the
+// config at path, writing nothing. The tool must already be in the config
+// and no deny rule may cover the subcommand; an allow rule with exactly
+// that subcommand gains the new flags and keeps its constraints, otherwise
+// a new rule is appended with arg_constraints {positional_max: 0}.
 //
 // The change is spliced into the file's own text, so every byte outside the
 // edited rule stays as written (comments, order, quoting, line endings); the
-// result must pass the same validation as any config, and must parse back to
-// exactly the requested change, before it is written. The write is atomic
-// (a temporary file in the same folder, fsynced, renamed over the config,
-// keeping its mode); a refused or failed apply leaves the file as it was.
-//
-// Concurrent appliers (the CLI, the admin UI) are serialized by an exclusive
-// flock on the config file itself, taken before reading and held until the
-// rename, so neither loses the other's edit; a writer that takes no lock (an
-// editor) is caught by re-reading the file just before the rename and
-// refusing with ErrChangedMeanwhile if it differs. A request the rule
-// already satisfies writes nothing.
-func ApplyRequest(path string, tool string, sub, flags []string, o *Options) (Applied, error) {
-	return apply(path, tool, sub, flags, o, nil)
-}
-
-// merged is a planned apply.
-type merged struct {
-	out     []byte            // the new text; the old one when nothing changes
-	rule    *policy.AllowRule // the rule as it would stand, unseeded
-	applied Applied
-	config  *Config // out, parsed and validated
+// result must pass the same validation as any config, and must parse back
+// to exactly the requested change. A request the rule already satisfies
+// returns data itself with Applied.Changed false.
+func MergeRequest(path string, data []byte, tool string, sub, flags []string, o *Options) (*Merged, error) {
+	return plan(path, data, tool, sub, flags, o, nil)
 }
 
 // plan decides what the request changes in data, the config at path, and
-// produces the new text, refusing anything ApplyRequest must refuse. It is
-// the one merge: ApplyRequest writes its text, and a temporary grant
+// produces the new text, refusing anything an apply must refuse. It is
+// the one merge: the file editor writes its text, and a temporary grant
 // (Loaded.Overlay) parses it in memory. cache, when not nil, holds the
 // files the config names, as a load read them.
-func plan(path string, data []byte, tool string, sub, flags []string, o *Options, cache *files) (*merged, error) {
+func plan(path string, data []byte, tool string, sub, flags []string, o *Options, cache *files) (*Merged, error) {
 	if err := checkRequest(sub, flags); err != nil {
 		return nil, err
 	}
@@ -165,7 +119,7 @@ func plan(path string, data []byte, tool string, sub, flags []string, o *Options
 			}
 		}
 		if !a.Changed() {
-			return &merged{out: data, rule: unseeded(r), applied: a, config: c}, nil
+			return &Merged{Out: data, Rule: unseeded(r), Applied: a, config: c}, nil
 		}
 	} else {
 		if len(sub) == 0 {
@@ -195,7 +149,7 @@ func plan(path string, data []byte, tool string, sub, flags []string, o *Options
 	}
 	for _, r := range after.Tools[tool].Allow {
 		if slices.Equal(r.Subcommand, sub) {
-			return &merged{out: out, rule: unseeded(r), applied: a, config: after}, nil
+			return &Merged{Out: out, Rule: unseeded(r), Applied: a, config: after}, nil
 		}
 	}
 	return nil, unsupported(path, errors.New("the merged rule is missing"))
