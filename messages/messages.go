@@ -2,17 +2,22 @@
 // says for each channel who sends, who receives, its buffer, and what happens
 // when the receiver is busy. Messages are plain values with no behaviour,
 // immutable once sent: a receiver may keep what it is given, and a sender
-// must not change it afterwards.
+// must not change it afterwards. A receiver's channels, as its senders hold
+// them, travel together as a Links value (RequestLogLinks, GrantsLinks,
+// ConfigEditorLinks) whose methods are the one send-and-wait each request
+// needs (Ask): the channels themselves are all made in cmd/wraptool's wiring.
 //
 // The hot-reload path reads left to right:
 //
 //	watcher ─FileEvents─► debouncer ─FileChanged─► loader ─ConfigLoaded─► policy holder ─ToolsetChanged─► registry
-//	signals ─ReloadNow───────────────────────────────┘                        └─WatchSetChanged─► watcher
+//	signals ─ReloadNow───────────────────────────────┘  └─ConfigRejected─►┘    └─WatchSetChanged─► watcher
 //
 // and capability requests go from the built-in tool's handlers to the
-// request-log writer as AppendRequest, answered on the reply channel the
-// message carries. Upstream MCP servers (mcp_servers) each have a bridge,
-// started, stopped and restarted by the upstream supervisor:
+// request-log writer as AppendRequest (PendingQuery, DecideRequest),
+// answered on the reply channel the message carries. The review UI decides
+// through the same writer (DecideRequest) and applies through the config
+// editor (ApplyToConfig). Upstream MCP servers (mcp_servers) each have a
+// bridge, started, stopped and restarted by the upstream supervisor:
 //
 //	policy holder ─UpstreamsChanged─► upstream supervisor ─(starts, stops)─► bridges ─UpstreamTools─► registry
 //	upstream tool handlers ─UpstreamCall─► one bridge ─UpstreamResult, UpstreamProgress─► that handler
@@ -25,11 +30,11 @@
 //	watcher ─LogChanged─► grants ─GrantsChanged─► policy holder
 //	tool handlers ─UseGrant─► request log ─error─► that handler
 //
-// Every tool call and every policy change is audited: the handlers, the
-// policy holder and the loader queue lines for the audit writer, which
-// appends them in order:
+// Every tool call and every policy change is audited: the handlers and the
+// policy holder (for its own changes and the loader's rejections) queue
+// lines for the audit writer, which appends them in order:
 //
-//	tool handlers, policy holder, loader ─AuditLines─► audit writer ─► audit.jsonl
+//	tool handlers, policy holder ─AuditLines─► audit writer ─► audit.jsonl
 //
 // Every channel, as cmd/wraptool's wiring creates it:
 //
@@ -38,11 +43,14 @@
 //	FileChanged       Doorbell               debouncer → loader                   1       rings coalesce
 //	ReloadNow         Doorbell               signals (SIGHUP) → loader            1       rings coalesce; wins over FileChanged
 //	ConfigLoaded      chan ConfigLoaded      loader → policy holder               0       blocks, with ctx: a built config is not dropped
+//	ConfigRejected    chan ConfigRejected    loader → policy holder               0       blocks, with ctx: the rejection is audited
 //	WatchSetChanged   Doorbell               policy holder → watcher              1       rings coalesce; the watcher reads the snapshot
 //	ToolsetChanged    Doorbell               policy holder → registry             1       rings coalesce; the registry reads the snapshot
 //	AppendRequest     chan AppendRequest     request-tool handlers → request log  0       blocks, with the call's ctx
 //	AppendResult      chan AppendResult      request log → one handler            1       never blocks: the caller may have gone
 //	UpstreamsChanged  Doorbell               policy holder → upstream supervisor  1       rings coalesce; the supervisor reads the snapshot
+//	Ready             chan struct{}          upstream supervisor → hub            0       closed once, after the first round of starts
+//	KillCalls         chan struct{}          hub → registry                       0       closed once, when running calls must be killed
 //	UpstreamTools     chan UpstreamTools     bridges → registry                   0       blocks, with ctx: an offer or withdrawal is not lost
 //	UpstreamCall      chan UpstreamCall      upstream tool handlers → one bridge  0       blocks, with the call's ctx and the bridge's Gone
 //	UpstreamResult    chan UpstreamResult    bridge → one handler                 1       never blocks: the caller may have gone
@@ -51,8 +59,11 @@
 //	GrantsChanged     chan GrantsChanged     grants → policy holder               0       blocks, with ctx: the grants in force are not lost
 //	UseGrant          chan UseGrant          tool handlers → request log          0       blocks, with the call's ctx
 //	UseGrant.Reply    chan error             request log → one handler            1       never blocks: the caller may have gone
-//	DecideRequest     chan DecideRequest     request-tool handlers → request log  0       blocks, with the call's ctx
-//	DecideRequest.Reply chan error           request log → one handler            1       never blocks: the caller may have gone
+//	DecideRequest     chan DecideRequest     request-tool handlers, review UI     0       blocks, with the call's or the HTTP request's ctx
+//	                                         → request log
+//	DecideRequest.Reply chan error           request log → one caller             1       never blocks: the caller may have gone
+//	ApplyToConfig     chan ApplyToConfig     review UI → config editor            0       blocks, with the HTTP request's ctx
+//	ApplyToConfig.Reply chan AppliedToConfig config editor → one caller           1       never blocks
 //	UpstreamStates    chan UpstreamStates    metrics scrape → registry            0       blocks, with the scrape's ctx
 //	UpstreamStates.Reply chan map[string]string registry → the scrape             1       never blocks
 //	PendingQuery      chan PendingQuery      request-tool handlers → request log  0       blocks, with the call's ctx
@@ -60,8 +71,9 @@
 //	RequestFiled      chan RequestFiled      request log → hooks                  64      never blocks: a request the hooks have no room for is logged and not hooked
 //	AwaitDecision     chan AwaitDecision     request-tool handlers → grants       0       blocks, with the call's ctx
 //	AwaitDecision.Reply chan requests.Record grants → one handler                 1       never blocks: the caller may have gone; closed unanswered when grants stops
-//	AuditLines        chan AuditLine         tool handlers, policy holder,        4096    blocks when full: the sender waits for room (counted,
-//	                                         loader → audit writer                        Audit.Waited) until its context ends; a line is never dropped for speed
+//	AuditLines        chan AuditLine         tool handlers, policy holder         4096    blocks when full: the sender waits for room (counted,
+//	                                         → audit writer                               AuditCounts.Waited) until its context ends; a line is never dropped for speed
+//	…Stopped          chan struct{}          each receiver above → its senders    0       closed when its Run returns: a send or wait then ends with ErrStopped
 //
 // A doorbell carries no data: its receiver reads the current state (the
 // snapshot the policy holder publishes) when it answers, so a burst of rings
