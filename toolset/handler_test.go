@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,6 +22,8 @@ import (
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // slotState is a State over two fakecli tools sharing slots: "hold" (a
@@ -88,13 +91,12 @@ func started(marks []string) []int {
 // pollUntil polls cond with a deadline.
 func pollUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+	waittest.Until(t, 30*time.Second, func() error {
+		if !cond() {
+			return fmt.Errorf("timed out waiting until %s", what)
 		}
-		time.Sleep(5 * time.Millisecond) // polling files and counters: no event to wait on
-	}
+		return nil
+	})
 }
 
 // With a limit of 2, three calls of a fixture that runs until the test

@@ -3,10 +3,13 @@ package toolset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // acquireAsync starts an Acquire and returns where its result arrives.
@@ -19,13 +22,12 @@ func acquireAsync(ctx context.Context, s *Slots) <-chan error {
 // waitWaiting polls until n Acquires wait.
 func waitWaiting(t *testing.T, s *Slots, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.waiting() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiters, want %d", s.waiting(), n)
+	waittest.Until(t, 10*time.Second, func() error {
+		if got := s.waiting(); got != n {
+			return fmt.Errorf("%d waiters, want %d", got, n)
 		}
-		time.Sleep(time.Millisecond) // polling a counter: no event to wait on
-	}
+		return nil
+	})
 }
 
 func receive(t *testing.T, c <-chan error) error {

@@ -21,6 +21,8 @@ import (
 	"github.com/wraptool/wraptool/introspect/introspecttest"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
+
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // fakecli is the fixture CLI the served configs wrap, built once.
@@ -145,8 +147,8 @@ func startServeWith(t *testing.T, rules []string, load func(ctx context.Context,
 // returns the last of them.
 func (p *inProcess) waitLog(t *testing.T, substr string, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
+	var found string
+	waittest.Until(t, bound, func() error {
 		var lines []string
 		for line := range strings.Lines(p.log.String()) {
 			if strings.Contains(line, substr) {
@@ -154,13 +156,12 @@ func (p *inProcess) waitLog(t *testing.T, substr string, n int) string {
 			}
 		}
 		if len(lines) >= n {
-			return strings.TrimSpace(lines[n-1])
+			found = strings.TrimSpace(lines[n-1])
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log has %d lines with %q after %v, want %d:\n%s", len(lines), substr, bound, n, p.log)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a log: no event to wait on
-	}
+		return fmt.Errorf("log has %d lines with %q, want %d:\n%s", len(lines), substr, n, p.log)
+	})
+	return found
 }
 
 // signal delivers sig to this server only, on the handling it installed
@@ -386,16 +387,10 @@ func TestServeStopsDuringStartUpIntrospection(t *testing.T) {
 // waitFile waits (bounded) for path to exist.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear within %v", path, bound)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the file system: no event to wait on
-	}
+	waittest.Until(t, bound, func() error {
+		_, err := os.Stat(path)
+		return err
+	})
 }
 
 func writeConfig(t *testing.T, path, cfg string) {
@@ -465,33 +460,27 @@ func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
 	for range 64 { // 64 MB live: Go's default applies
 		held = append(held, make([]byte, 1<<20))
 	}
-	deadline := time.Now().Add(bound)
-	for {
+	// The tuner answers a finalizer after a collection: poll the runtime.
+	percent := func() int {
 		runtime.GC()
 		got := debug.SetGCPercent(-1)
 		debug.SetGCPercent(got)
-		if got == 100 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("with 64 MB live the percent stayed %d, want 100", got)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the runtime: the tuner answers a finalizer
+		return got
 	}
+	waittest.Until(t, bound, func() error {
+		if got := percent(); got != 100 {
+			return fmt.Errorf("with 64 MB live the percent stayed %d, want 100", got)
+		}
+		return nil
+	})
 	runtime.KeepAlive(held)
 	held = nil
-	for {
-		runtime.GC()
-		got := debug.SetGCPercent(-1)
-		debug.SetGCPercent(got)
-		if got > 100 {
-			break
+	waittest.Until(t, bound, func() error {
+		if got := percent(); got <= 100 {
+			return fmt.Errorf("with the 64 MB freed the percent stayed %d, want more than 100", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("with the 64 MB freed the percent stayed %d, want more than 100", got)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the runtime: the tuner answers a finalizer
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

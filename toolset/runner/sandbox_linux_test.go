@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // requireLandlock skips a test on a kernel without Landlock, except in CI,
@@ -532,16 +534,10 @@ func TestShadowed(t *testing.T) {
 // waitFor waits, bounded, until path exists.
 func waitFor(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear within 10s", path)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waittest.Until(t, 10*time.Second, func() error {
+		_, err := os.Stat(path)
+		return err
+	})
 }
 
 // mainThreadHelperEnv runs the test binary as mainThreadHelper.
