@@ -10,7 +10,7 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-func TestArgv(t *testing.T) {
+func TestHookArgv(t *testing.T) {
 	t.Parallel()
 	r := requests.Record{ID: "req_0123abcd", Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--force"},
 		Rationale: "first line\nsecond \x1b[31mred\u202e \"quoted\" $(id)"}
@@ -84,7 +84,7 @@ func TestArgv(t *testing.T) {
 
 // The summary reaches the hook in its environment, escaped as the terminal
 // display is: one line, no escape sequence, the rationale cut, every flag.
-func TestEnvCarriesTheSummary(t *testing.T) {
+func TestHookEnvCarriesTheSummary(t *testing.T) {
 	t.Parallel()
 	exact := requests.Record{ID: "req_0123abcd", Tool: "git_push", Rationale: "why",
 		Call: &requests.Call{Tool: "git_push", Command: []string{"git", "push", "--force", "origin", "two words"}}}
@@ -126,7 +126,7 @@ func TestEnvCarriesTheSummary(t *testing.T) {
 	}
 }
 
-func TestStderrExcerpt(t *testing.T) {
+func TestHookStderrExcerpt(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, in, want string
@@ -148,7 +148,7 @@ func TestStderrExcerpt(t *testing.T) {
 	}
 }
 
-func TestBinaryAndDir(t *testing.T) {
+func TestHookBinaryAndDir(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, cmd, want string

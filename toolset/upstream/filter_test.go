@@ -13,7 +13,7 @@ func upstreamTool(name string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Description: "d " + name, InputSchema: map[string]any{"type": "object"}}
 }
 
-func TestExpose(t *testing.T) {
+func TestExposeUpstream(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 62)
 	withSchema := func(name string, in, out any) *mcp.Tool {
@@ -86,7 +86,7 @@ func TestExpose(t *testing.T) {
 // TestExposePassesDefinitionsThrough shows the exposed definition is
 // the upstream's, renamed, without its _meta, and that the upstream's own
 // value is left as it was.
-func TestExposePassesDefinitionsThrough(t *testing.T) {
+func TestExposeUpstreamPassesDefinitionsThrough(t *testing.T) {
 	t.Parallel()
 	up := &mcp.Tool{
 		Name: "read", Title: "Read", Description: "Read a file.",

@@ -47,7 +47,7 @@ func resultText(t *testing.T, r *mcp.CallToolResult) (string, bool) {
 	return strings.Join(texts, "\n"), r.IsError
 }
 
-func TestOutcome(t *testing.T) {
+func TestUpstreamOutcome(t *testing.T) {
 	t.Parallel()
 	wire := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad arguments"}
 	ok := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fine"}}}
@@ -114,7 +114,7 @@ func TestOutcome(t *testing.T) {
 	}
 }
 
-func TestHandler(t *testing.T) {
+func TestUpstreamHandler(t *testing.T) {
 	t.Parallel()
 	echoed := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echoed"}}}
 	type fixture struct {
