@@ -94,12 +94,15 @@ type Hub struct {
 	socketPath string        // the unix socket to remove on stop
 	done       chan struct{} // closed when Run has returned
 
-	// calls counts MCP requests being handled, so shutdown can wait for
-	// them before closing sessions (the SDK drops the response of a call
-	// that finishes after its session is closed).
+	// calls counts MCP requests being handled or answered, so shutdown
+	// can wait for them before closing sessions (the SDK drops the
+	// response of a call whose session is closed before it is written).
 	mu    sync.Mutex
 	calls int
 	idle  chan struct{} // closed while calls == 0
+	// lastAnswer is when the last answer was written; shutdown gives the
+	// client a moment to read it (see readMargin).
+	lastAnswer time.Time
 }
 
 // HubOptions configure a Hub.
@@ -187,14 +190,12 @@ func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		h.calls++
 		h.mu.Unlock()
-		defer func() {
-			h.mu.Lock()
-			h.calls--
-			if h.calls == 0 {
-				close(h.idle)
-			}
-			h.mu.Unlock()
-		}()
+		// The request counts until its answer is out, not only while its
+		// handler runs: the SDK writes the response after the handler
+		// returns, then ends the request's context. The counter drops on
+		// that end, so shutdown closes no session with a response owed.
+		answered := ctx
+		defer func() { context.AfterFunc(answered, h.answered) }()
 		// Once the grace period is over, every handler still running
 		// is told to stop, not only the tool runs: a call waiting for a
 		// decision or a client's answer must not hold shutdown up.
@@ -212,7 +213,18 @@ func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// idleCh is closed once no request is being handled.
+// answered notes that a request's answer is out (or will never be).
+func (h *Hub) answered() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastAnswer = time.Now()
+	h.calls--
+	if h.calls == 0 {
+		close(h.idle)
+	}
+}
+
+// idleCh is closed once no request is being handled or answered.
 func (h *Hub) idleCh() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
