@@ -80,9 +80,9 @@ type Hub struct {
 	log         *slog.Logger
 
 	// streams tracks the Streamable HTTP sessions: the token each belongs
-	// to, and those that never opened a GET stream, which Run expires
-	// after StreamlessTimeout.
-	streams *streamWatch
+	// to, and those that never opened a GET stream, which its own Run
+	// expires after StreamlessTimeout (see Sessions).
+	streams *Sessions
 	// sseBound is the token each live legacy SSE session belongs to.
 	sseBound *sseBindings
 	// undelivered counts the list_changed notifications a notify round
@@ -155,18 +155,12 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.MaxConns <= 0 {
 		o.MaxConns = MaxConns
 	}
-	if o.StreamlessTimeout <= 0 {
-		o.StreamlessTimeout = StreamlessTimeout
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = MaxSessions
-	}
 	runs, abort := context.WithCancel(context.Background())
 	h := &Hub{server: server, transport: o.Transport, listen: o.Listen, snapshots: o.Snapshots,
 		runs: runs, abortCalls: abort, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
 		maxConns: o.MaxConns, ready: o.Ready, log: log.With("component", "hub"), idle: make(chan struct{}),
 		done: make(chan struct{})}
-	h.streams = newStreamWatch(o.StreamlessTimeout, o.MaxSessions, h.liveSessions, h.log)
+	h.streams = NewSessions(SessionsOptions{Server: server, StreamlessTimeout: o.StreamlessTimeout, MaxSessions: o.MaxSessions, Log: log})
 	h.sseBound = &sseBindings{bound: map[string]binding{}}
 	h.undelivered = &undelivered{log: h.log, rounds: map[context.Context]int{}}
 	close(h.idle)
@@ -275,6 +269,11 @@ func (h *Hub) URL() string {
 	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
+// Sessions is the hub's table of Streamable HTTP sessions, an actor of its
+// own: whoever runs the hub runs its Run, which expires the sessions that
+// never opened a stream.
+func (h *Hub) Sessions() *Sessions { return h.streams }
+
 // Calls is done when in-flight tool runs must be killed: once the shutdown
 // grace period is over, and at the latest when Run returns. Every wrapped
 // tool's run derives from it (see RegistryOptions.Calls).
@@ -347,10 +346,6 @@ func (h *Hub) Run(ctx context.Context) error {
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: h.idleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(limitConns(h.ln, h.maxConns)) }()
-	sweepCtx, stopSweeping := context.WithCancel(ctx)
-	swept := make(chan struct{})
-	go func() { defer close(swept); h.streams.Run(sweepCtx) }()
-	defer func() { stopSweeping(); <-swept }()
 	select {
 	case err := <-errc:
 		h.removeSocket()
@@ -361,17 +356,4 @@ func (h *Hub) Run(ctx context.Context) error {
 	<-errc
 	h.removeSocket()
 	return nil
-}
-
-// liveSessions lists the server's Streamable HTTP sessions by id, each with
-// its Close; legacy SSE sessions have no id and are left out (their stream
-// is the session, so they end with it).
-func (h *Hub) liveSessions() map[string]func() {
-	live := map[string]func(){}
-	for ss := range h.server.Sessions() {
-		if id := ss.ID(); id != "" {
-			live[id] = func() { ss.Close() }
-		}
-	}
-	return live
 }

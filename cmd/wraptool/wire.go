@@ -199,6 +199,9 @@ func (s *server) run(ctx context.Context) error {
 		{"policy holder", s.holder.Run},
 		{"grants", s.grants.Run},
 		{"reaper", s.reaper.Run},
+		// The hub's session table expires the Streamable HTTP sessions
+		// that never opened a stream; a sweep during shutdown is not needed.
+		{"session sweeper", s.hub.Sessions().Run},
 	}
 	if s.admin != nil {
 		plain = append(plain, actor{"admin UI", s.admin.Run})
