@@ -5,17 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sync/semaphore"
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/requests"
+	"github.com/wraptool/wraptool/toolset/hook"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -26,43 +23,6 @@ const HookTimeout = 10 * time.Second
 // MaxHooks is how many hooks run at once. A burst of requests must not
 // become a burst of processes; the rest queue in the RequestFiled channel.
 const MaxHooks = 4
-
-// hookOutputCap bounds each of a hook's streams: only an excerpt of stderr
-// is ever logged, and stdout is not read at all.
-const hookOutputCap = 16 << 10
-
-// hookStderrExcerpt is how many bytes of a failed hook's stderr the log
-// line shows, so a hook cannot flood the server's log.
-const hookStderrExcerpt = 512
-
-// hookDesktopEnv are the server's variables a hook gets beyond the tools'
-// minimal environment, so a desktop notification (notify-send, D-Bus)
-// reaches the operator's session.
-var hookDesktopEnv = []string{"DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"}
-
-// hookPlaceholders are the arguments replaced in mcp.on_request: only an
-// argument that is exactly one of them, so no text the assistant wrote is
-// ever spliced into something the operator wrote. Both have token syntax.
-// The assistant's words (the summary) are never an argument: a program that
-// runs its arguments as a command (sh -c, make -E, setpriv sh -c) would run
-// them, and no list of such programs is complete. They reach the hook in
-// its environment (WRAPTOOL_SUMMARY) and on its stdin.
-//
-// {tool} is the tool's key only when the config has that tool; for a
-// request naming any other tool it is an empty argument. The assistant
-// picks the name, and a token can still name a program (`sh`, `perl`): a
-// hook that hands {tool} to something that runs it (`env {tool}`, `sh -c
-// {tool}`) would start it, reading the request's line on stdin as its
-// script. The config's own tool names are the operator's words.
-var hookPlaceholders = map[string]func(r requests.Record, known func(string) bool) string{
-	"{id}": func(r requests.Record, _ func(string) bool) string { return r.ID },
-	"{tool}": func(r requests.Record, known func(string) bool) string {
-		if known(r.Tool) {
-			return r.Tool
-		}
-		return ""
-	},
-}
 
 // Hooks runs the operator's hook (mcp.on_request) for every new capability
 // request, so a request reaches the operator without anyone watching the
@@ -149,61 +109,23 @@ func (h *Hooks) Run(ctx context.Context) error {
 	}
 }
 
-// hookRun is one hook, ready to start.
-type hookRun struct {
-	runner.Command
-	// configured is the hook as the config writes it, for the log: the
-	// operator's words, not the assistant's.
-	configured []string
-	// err is why the hook cannot start (its command is not found); the
-	// run logs it as a failure.
-	err error
-}
-
 // command builds m's hook from the snapshot in service; false when the
 // config names none.
-func (h *Hooks) command(m messages.RequestFiled) (hookRun, bool) {
+func (h *Hooks) command(m messages.RequestFiled) (hook.Run, bool) {
 	snap := h.snapshots.Current()
-	configured := snap.Config.MCP.OnRequest
-	if len(configured) == 0 {
-		return hookRun{}, false
+	c, ok := hook.New(snap.Config, m.Record, m.Line, h.getenv)
+	if !ok || c.Err != nil {
+		return c, ok
 	}
-	c := hookRun{configured: slices.Clone(configured)}
-	dir := hookDir(snap.Config.Dir, snap.Config.File)
-	argv := hookArgv(configured, m.Record, func(tool string) bool { _, ok := snap.Config.Tools[tool]; return ok })
-	// As for an upstream server: a bare name is looked up in the PATH the
-	// hook itself gets, then that PATH starts with the binary's folder.
-	path, err := runner.LookPath(hookBinary(argv[0], dir), hookEnv("", h.getenv, m.Record))
-	if err != nil {
-		c.err = err
-		return c, true
-	}
-	argv[0] = path
-	// The program itself is checked as every start is (runner); a script
-	// it is given decides what runs as much, so it is checked here, from
-	// the folder the hook runs in.
-	if i, err := runner.CheckScripts(argv[1:], dir); err != nil {
-		c.err = fmt.Errorf("refused to start: its argument %s: %w", argv[i+1], err)
-		return c, true
-	}
-	c.Command = runner.Command{
-		Argv:      argv,
-		Dir:       dir,
-		Env:       hookEnv(path, h.getenv, m.Record),
-		Stdin:     m.Line,
-		Timeout:   h.timeout,
-		OutputCap: hookOutputCap,
-		Reaper:    h.reaper,
-		Sandbox:   snap.Sandbox,
-	}
+	c.Timeout, c.Reaper, c.Sandbox = h.timeout, h.reaper, snap.Sandbox
 	return c, true
 }
 
 // run runs one hook and logs how it ended.
-func (h *Hooks) run(ctx context.Context, c hookRun, id string) {
-	cmdText := requests.Command(c.configured)
-	if c.err != nil {
-		h.log.Warn("on_request hook failed", "id", id, "command", cmdText, "error", c.err.Error())
+func (h *Hooks) run(ctx context.Context, c hook.Run, id string) {
+	cmdText := requests.Command(c.Configured)
+	if c.Err != nil {
+		h.log.Warn("on_request hook failed", "id", id, "command", cmdText, "error", c.Err.Error())
 		return
 	}
 	defer h.reaper.Sweep() // whatever the hook left outside its group
@@ -211,7 +133,7 @@ func (h *Hooks) run(ctx context.Context, c hookRun, id string) {
 	failed := func(attrs ...any) {
 		attrs = append([]any{"id", id, "command", cmdText}, attrs...)
 		if res.Stderr != "" {
-			attrs = append(attrs, "stderr", stderrExcerpt(res.Stderr))
+			attrs = append(attrs, "stderr", hook.StderrExcerpt(res.Stderr))
 		}
 		h.log.Warn("on_request hook failed", attrs...)
 	}
@@ -227,85 +149,4 @@ func (h *Hooks) run(ctx context.Context, c hookRun, id string) {
 	default:
 		h.log.Debug("on_request hook ran", "id", id, "command", cmdText, "duration", res.Duration.Round(time.Millisecond))
 	}
-}
-
-// hookArgv replaces each argument of configured that is exactly a
-// placeholder with r's value; known says which tools the config has. A placeholder inside a longer argument stays
-// as written: splicing the assistant's text into the operator's would let it
-// shape an argument (a URL, a --flag=value) the operator wrote. The command
-// itself (argv[0]) is never replaced: which program runs is the operator's
-// choice alone.
-func hookArgv(configured []string, r requests.Record, known func(tool string) bool) []string {
-	argv := make([]string, len(configured))
-	for i, a := range configured {
-		if value, ok := hookPlaceholders[a]; ok && i > 0 {
-			argv[i] = value(r, known)
-			continue
-		}
-		argv[i] = a
-	}
-	return argv
-}
-
-// hookEnv is a hook's whole environment: the tools' minimal one for the
-// hook's binary, the server's desktop variables that are set,
-// WRAPTOOL_REQUEST_ID and WRAPTOOL_SUMMARY (requests.Summary: escaped, one
-// line, the rationale cut, never the flags), which a shell hook may quote
-// ("$WRAPTOOL_SUMMARY") without running it. Nothing else of the server's
-// environment (its tokens, its secrets) reaches the hook.
-func hookEnv(binary string, getenv func(string) string, r requests.Record) []string {
-	extra := map[string]string{"WRAPTOOL_REQUEST_ID": r.ID, "WRAPTOOL_SUMMARY": requests.Summary(r)}
-	for _, k := range hookDesktopEnv {
-		if v := getenv(k); v != "" {
-			extra[k] = v
-		}
-	}
-	return runner.Environ(binary, getenv, nil, extra)
-}
-
-// hookDir is where a hook runs: the config's folder, which exists (the
-// config was read from it) and belongs to the operator. Neither the server's
-// own working directory (wherever it was started) nor a folder a client
-// chose has any meaning for a notification.
-func hookDir(dir, file string) string {
-	if dir != "" {
-		return dir
-	}
-	return filepath.Dir(file)
-}
-
-// hookBinary is the hook's command as it will be started: a relative path
-// with a slash ("./notify") names a file in the config's folder, like every
-// other relative path in the config; a bare name is looked up in the hook's
-// PATH when it runs (LookPath), and an absolute path stays as it is.
-func hookBinary(cmd, dir string) string {
-	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) {
-		return filepath.Join(dir, cmd)
-	}
-	return cmd
-}
-
-// stderrExcerpt is the start of a failed hook's stderr for one log line:
-// at most hookStderrExcerpt bytes, whitespace collapsed and control
-// characters escaped, so the hook can neither flood the log nor forge a
-// line in it.
-func stderrExcerpt(s string) string {
-	cut := len(s) > hookStderrExcerpt
-	if cut {
-		s = s[:hookStderrExcerpt]
-		// Drop a character the cut split in two.
-		for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
-			if utf8.RuneStart(s[i]) {
-				if !utf8.FullRuneInString(s[i:]) {
-					s = s[:i]
-				}
-				break
-			}
-		}
-	}
-	out := requests.Text(s)
-	if cut {
-		out += "…"
-	}
-	return out
 }

@@ -80,9 +80,9 @@ type Hub struct {
 	log         *slog.Logger
 
 	// streams tracks the Streamable HTTP sessions: the token each belongs
-	// to, and those that never opened a GET stream, which Run expires
-	// after StreamlessTimeout.
-	streams *streamWatch
+	// to, and those that never opened a GET stream, which its own Run
+	// expires after StreamlessTimeout (see Sessions).
+	streams *Sessions
 	// sseBound is the token each live legacy SSE session belongs to.
 	sseBound *sseBindings
 	// undelivered counts the list_changed notifications a notify round
@@ -94,12 +94,15 @@ type Hub struct {
 	socketPath string        // the unix socket to remove on stop
 	done       chan struct{} // closed when Run has returned
 
-	// calls counts MCP requests being handled, so shutdown can wait for
-	// them before closing sessions (the SDK drops the response of a call
-	// that finishes after its session is closed).
+	// calls counts MCP requests being handled or answered, so shutdown
+	// can wait for them before closing sessions (the SDK drops the
+	// response of a call whose session is closed before it is written).
 	mu    sync.Mutex
 	calls int
 	idle  chan struct{} // closed while calls == 0
+	// lastAnswer is when the last answer was written; shutdown gives the
+	// client a moment to read it (see readMargin).
+	lastAnswer time.Time
 }
 
 // HubOptions configure a Hub.
@@ -136,6 +139,11 @@ type HubOptions struct {
 	// MaxSessions bounds the Streamable HTTP sessions open at once; zero
 	// means MaxSessions.
 	MaxSessions int
+	// Sessions is the Streamable HTTP session table, which the hub binds and
+	// checks on every request and whose own Run (in the run group) expires
+	// idle sessions; nil makes one from StreamlessTimeout and MaxSessions
+	// that nothing sweeps (a test's).
+	Sessions *Sessions
 	// KillCalls, when not nil, is closed when in-flight tool runs must be
 	// killed: once the shutdown grace period is over, and at the latest
 	// when Run returns. The registry's tool handlers run their children
@@ -157,12 +165,6 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	if o.MaxConns <= 0 {
 		o.MaxConns = MaxConns
 	}
-	if o.StreamlessTimeout <= 0 {
-		o.StreamlessTimeout = StreamlessTimeout
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = MaxSessions
-	}
 	runs, cancelRuns := context.WithCancel(context.Background())
 	var killOnce sync.Once
 	abort := func() {
@@ -175,7 +177,10 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 		runs: runs, abortCalls: abort, grace: o.Grace, bodyTimeout: o.BodyTimeout, idleTimeout: o.IdleTimeout,
 		maxConns: o.MaxConns, ready: o.Ready, log: log.With("component", "hub"), idle: make(chan struct{}),
 		done: make(chan struct{})}
-	h.streams = newStreamWatch(o.StreamlessTimeout, o.MaxSessions, h.liveSessions, h.log)
+	h.streams = o.Sessions
+	if h.streams == nil {
+		h.streams = NewSessions(SessionsOptions{Server: server, StreamlessTimeout: o.StreamlessTimeout, MaxSessions: o.MaxSessions, Log: log})
+	}
 	h.sseBound = &sseBindings{bound: map[string]binding{}}
 	h.undelivered = &undelivered{log: h.log, rounds: map[context.Context]int{}}
 	close(h.idle)
@@ -199,14 +204,12 @@ func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		h.calls++
 		h.mu.Unlock()
-		defer func() {
-			h.mu.Lock()
-			h.calls--
-			if h.calls == 0 {
-				close(h.idle)
-			}
-			h.mu.Unlock()
-		}()
+		// The request counts until its answer is out, not only while its
+		// handler runs: the SDK writes the response after the handler
+		// returns, then ends the request's context. The counter drops on
+		// that end, so shutdown closes no session with a response owed.
+		answered := ctx
+		defer func() { context.AfterFunc(answered, h.answered) }()
 		// Once the grace period is over, every handler still running
 		// is told to stop, not only the tool runs: a call waiting for a
 		// decision or a client's answer must not hold shutdown up.
@@ -224,7 +227,18 @@ func (h *Hub) track(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// idleCh is closed once no request is being handled.
+// answered notes that a request's answer is out (or will never be).
+func (h *Hub) answered() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastAnswer = time.Now()
+	h.calls--
+	if h.calls == 0 {
+		close(h.idle)
+	}
+}
+
+// idleCh is closed once no request is being handled or answered.
 func (h *Hub) idleCh() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -342,10 +356,6 @@ func (h *Hub) Run(ctx context.Context) error {
 	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, IdleTimeout: h.idleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(limitConns(h.ln, h.maxConns)) }()
-	sweepCtx, stopSweeping := context.WithCancel(ctx)
-	swept := make(chan struct{})
-	go func() { defer close(swept); h.streams.Run(sweepCtx) }()
-	defer func() { stopSweeping(); <-swept }()
 	select {
 	case err := <-errc:
 		h.removeSocket()
@@ -356,17 +366,4 @@ func (h *Hub) Run(ctx context.Context) error {
 	<-errc
 	h.removeSocket()
 	return nil
-}
-
-// liveSessions lists the server's Streamable HTTP sessions by id, each with
-// its Close; legacy SSE sessions have no id and are left out (their stream
-// is the session, so they end with it).
-func (h *Hub) liveSessions() map[string]func() {
-	live := map[string]func(){}
-	for ss := range h.server.Sessions() {
-		if id := ss.ID(); id != "" {
-			live[id] = func() { ss.Close() }
-		}
-	}
-	return live
 }

@@ -7,15 +7,19 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// streamWatch expires the Streamable HTTP sessions that never opened a GET
-// stream once they have been idle for timeout (StreamlessTimeout); the SDK
-// expires every other session after SessionTimeout. The SDK offers no hook
-// for this, so the watch sees the requests of /mcp (observe) and closes
-// sessions through the server (live). Its methods are safe for concurrent
+// Sessions is the table of the Streamable HTTP sessions, and the actor that
+// expires those that never opened a GET stream once they have been idle for
+// the streamless timeout (StreamlessTimeout); the SDK expires every other
+// session after SessionTimeout. The SDK offers no hook for this, so the hub
+// passes the requests of /mcp through observe, admit asks it whom a session
+// belongs to, and the table closes sessions through the MCP server it
+// serves. It knows nothing of the hub. Its methods are safe for concurrent
 // use; Run sweeps until its context ends.
-type streamWatch struct {
+type Sessions struct {
 	timeout time.Duration
 	max     int                      // the sessions it keeps at most (MaxSessions)
 	live    func() map[string]func() // the server's sessions now: id → Close
@@ -23,6 +27,53 @@ type streamWatch struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionUse // by session id
+}
+
+// SessionsOptions configure Sessions.
+type SessionsOptions struct {
+	// Server is the MCP server whose sessions are tracked and closed; nil
+	// means one without sessions.
+	Server *mcp.Server
+	// StreamlessTimeout ends a session that never opened its GET stream and
+	// sent nothing for this long; zero means StreamlessTimeout.
+	StreamlessTimeout time.Duration
+	// MaxSessions bounds the sessions remembered, and open, at once; zero
+	// means MaxSessions.
+	MaxSessions int
+	// Log receives the sessions closed, as the hub's (component=hub); nil
+	// discards it.
+	Log *slog.Logger
+}
+
+// NewSessions tracks o.Server's Streamable HTTP sessions; it sweeps none
+// until Run.
+func NewSessions(o SessionsOptions) *Sessions {
+	if o.StreamlessTimeout <= 0 {
+		o.StreamlessTimeout = StreamlessTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = MaxSessions
+	}
+	return &Sessions{timeout: o.StreamlessTimeout, max: o.MaxSessions, live: liveSessions(o.Server),
+		log: logger(o.Log, "hub"), sessions: map[string]*sessionUse{}}
+}
+
+// liveSessions lists server's Streamable HTTP sessions by id, each with its
+// Close; legacy SSE sessions have no id and are left out (their stream is
+// the session, so they end with it).
+func liveSessions(server *mcp.Server) func() map[string]func() {
+	return func() map[string]func() {
+		live := map[string]func(){}
+		if server == nil {
+			return live
+		}
+		for ss := range server.Sessions() {
+			if id := ss.ID(); id != "" {
+				live[id] = func() { ss.Close() }
+			}
+		}
+		return live
+	}
 }
 
 // sessionUse is what the watch knows of one session.
@@ -38,10 +89,6 @@ type sessionUse struct {
 	bound *binding
 }
 
-func newStreamWatch(timeout time.Duration, max int, live func() map[string]func(), log *slog.Logger) *streamWatch {
-	return &streamWatch{timeout: timeout, max: max, live: live, log: log, sessions: map[string]*sessionUse{}}
-}
-
 // sessionHeader names the session a Streamable HTTP request belongs to.
 const sessionHeader = "Mcp-Session-Id"
 
@@ -52,7 +99,7 @@ const sessionHeader = "Mcp-Session-Id"
 // answer goes out: the client learns the id from that head, so none of its
 // requests can arrive before the binding. Requests naming a session have
 // passed admit (gateStreamable) before they get here.
-func (sw *streamWatch) observe(next http.Handler) http.Handler {
+func (sw *Sessions) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionHeader)
 		switch {
@@ -105,7 +152,7 @@ func (sw *streamWatch) observe(next http.Handler) http.Handler {
 // stream and idle, and returns
 // their ids for closeEvicted (closing a session waits for it, so not under
 // the lock, nor while the SDK writes the new session's answer).
-func (sw *streamWatch) bind(id string, b binding, end context.CancelFunc) (evicted []string) {
+func (sw *Sessions) bind(id string, b binding, end context.CancelFunc) (evicted []string) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	u := sw.sessions[id]
@@ -165,7 +212,7 @@ func evictsBefore(a, b *sessionUse) bool {
 
 // closeEvicted closes the sessions bind forgot, so the server holds no
 // more of them than the watch remembers.
-func (sw *streamWatch) closeEvicted(ids []string) {
+func (sw *Sessions) closeEvicted(ids []string) {
 	if len(ids) == 0 {
 		return
 	}
@@ -183,7 +230,7 @@ func (sw *streamWatch) closeEvicted(ids []string) {
 // gives), else the status and message to refuse it with. A session the
 // watch never saw bound is not found, as the SDK would say of an unknown
 // id.
-func (sw *streamWatch) admit(id string, cred binding, valid func([sha256.Size]byte) bool) (int, string) {
+func (sw *Sessions) admit(id string, cred binding, valid func([sha256.Size]byte) bool) (int, string) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	u := sw.sessions[id]
@@ -199,7 +246,7 @@ func (sw *streamWatch) admit(id string, cred binding, valid func([sha256.Size]by
 }
 
 // update applies change to session id's record, making one if needed.
-func (sw *streamWatch) update(id string, change func(*sessionUse)) {
+func (sw *Sessions) update(id string, change func(*sessionUse)) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	u := sw.sessions[id]
@@ -212,14 +259,14 @@ func (sw *streamWatch) update(id string, change func(*sessionUse)) {
 
 // Run sweeps every tenth of the timeout until ctx ends, so a stream-less
 // session ends between timeout and 1.1 × timeout after its last request
-// (5 min to 5 min 30 s with the defaults).
-func (sw *streamWatch) Run(ctx context.Context) {
+// (5 min to 5 min 30 s with the defaults). It returns nil once ctx ends.
+func (sw *Sessions) Run(ctx context.Context) error {
 	tick := time.NewTicker(sw.timeout / 10)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-tick.C:
 			sw.sweep(time.Now())
 		}
@@ -230,7 +277,7 @@ func (sw *streamWatch) Run(ctx context.Context) {
 // for the timeout at now, and forgets the records of sessions that are
 // gone. A session the watch has not seen yet (one made before it ran) is
 // idle from now on.
-func (sw *streamWatch) sweep(now time.Time) {
+func (sw *Sessions) sweep(now time.Time) {
 	live := sw.live()
 	var expired []func()
 	sw.mu.Lock()

@@ -8,18 +8,23 @@ import (
 	"time"
 )
 
-// responseSettle is how long shutdown waits, once no handler runs, before
-// closing sessions. The SDK writes a response just after its handler
-// returns and offers no event for it; a session closed before that write
-// drops the response, so the writes get this moment to happen.
-const responseSettle = 100 * time.Millisecond
+// readMargin is how long after the last answer was written shutdown waits
+// before closing sessions. The server's write is an event (track counts a
+// request until it), but the client's read of the answer is not, and the
+// MCP SDK's clients drop an answer they have received but not yet read when
+// their session ends (a legacy SSE stream's end, or a Streamable HTTP
+// session's GET stream failing, wins over the buffered answer). With no
+// answer written in the last readMargin, shutdown does not wait at all.
+const readMargin = 100 * time.Millisecond
 
 // closeBound bounds each remaining step of shutdown once the grace period
 // is over (killed calls returning, sessions closing).
 const closeBound = 5 * time.Second
 
 // shutdown stops accepting connections, lets the requests being handled
-// finish within the grace period (killing tool runs that outlast it), then
+// finish within the grace period (killing tool runs that outlast it), waits
+// for their answers to be written (the hub is idle only then, see track)
+// and for the clients to have had readMargin to read the last one, then
 // closes every session and connection.
 func (h *Hub) shutdown(srv *http.Server) {
 	graceCtx, cancel := context.WithTimeout(context.Background(), h.grace)
@@ -37,7 +42,10 @@ func (h *Hub) shutdown(srv *http.Server) {
 		case <-time.After(closeBound):
 		}
 	}
-	time.Sleep(responseSettle) // see responseSettle: the SDK gives no event
+	if left := h.readMarginLeft(time.Now()); left > 0 {
+		t := time.NewTimer(left)
+		<-t.C
+	}
 
 	// Closing the sessions ends their streams, so the HTTP server goes idle.
 	var wg sync.WaitGroup
@@ -54,6 +62,17 @@ func (h *Hub) shutdown(srv *http.Server) {
 	if err := <-shut; err != nil {
 		srv.Close()
 	}
+}
+
+// readMarginLeft is how much of readMargin is left at now since the last
+// answer was written; zero when none was written that recently.
+func (h *Hub) readMarginLeft(now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lastAnswer.IsZero() {
+		return 0
+	}
+	return max(0, readMargin-now.Sub(h.lastAnswer))
 }
 
 func (h *Hub) removeSocket() {

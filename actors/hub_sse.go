@@ -144,7 +144,7 @@ func (s *sseBindings) forget(id string) {
 	delete(s.bound, id)
 }
 
-// admit is streamWatch.admit for a legacy SSE session: 0 when a message
+// admit is Sessions.admit for a legacy SSE session: 0 when a message
 // from cred may reach session id.
 func (s *sseBindings) admit(id string, cred binding, valid func([sha256.Size]byte) bool) (int, string) {
 	s.mu.Lock()

@@ -1145,6 +1145,7 @@ func TestHubExpiresSessionsThatNeverOpenedAStream(t *testing.T) {
 	const timeout = 400 * time.Millisecond
 	h := newHubHarness(t, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", StreamlessTimeout: timeout}, "secret-token")
 	h.stop = start(t, h.hub)
+	start(t, h.hub.streams)
 	idle := h.rawSession(t)
 	idleSince := time.Now() // at or before the end of its last request
 	busy := h.rawSession(t)
@@ -1201,7 +1202,8 @@ func TestStreamWatchExpiresOnlyIdleStreamlessSessions(t *testing.T) {
 		live := map[string]bool{"idle": true, "streamed": true, "busy": true, "unseen": true}
 		var closed []string
 		var mu sync.Mutex
-		sw := newStreamWatch(StreamlessTimeout, MaxSessions, func() map[string]func() {
+		sw := NewSessions(SessionsOptions{Log: log})
+		sw.live = func() map[string]func() {
 			mu.Lock()
 			defer mu.Unlock()
 			m := map[string]func(){}
@@ -1216,7 +1218,7 @@ func TestStreamWatchExpiresOnlyIdleStreamlessSessions(t *testing.T) {
 				}
 			}
 			return m
-		}, log)
+		}
 		sw.update("idle", func(u *sessionUse) {})
 		sw.update("streamed", func(u *sessionUse) { u.streamed = true })
 		sw.update("busy", func(u *sessionUse) { u.active++ })

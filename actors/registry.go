@@ -15,6 +15,7 @@ import (
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset"
+	"github.com/wraptool/wraptool/toolset/upstream"
 )
 
 // Registry keeps the MCP server's tools in step with the policy and the
@@ -171,7 +172,7 @@ func (r *Registry) apply() {
 			continue
 		}
 		s := snap.Config.MCPServers[server]
-		exposed, skipped, missing := toolset.ExposeUpstream(upstreamFilter(s), offer.Tools)
+		exposed, skipped, missing := upstream.Expose(upstream.FilterOf(s), offer.Tools)
 		for _, sk := range skipped {
 			notice(server, sk.Tool, sk.Reason)
 		}
@@ -192,7 +193,7 @@ func (r *Registry) apply() {
 			// new handlers even when their definitions are the same.
 			key := changeKey(strconv.AppendUint(append(data, '#'), offer.Generation, 10))
 			next[t.Def.Name] = toolChange{t.Def, func() mcp.ToolHandler {
-				return audited(server, r.state, r.calls, upstreamHandler(server, t.Upstream, offer, r.upstreamTimeout(server), r.calls))
+				return upstream.Audited(server, r.state, r.calls, upstream.Handler(server, t.Upstream, offer, r.upstreamTimeout(server), r.calls))
 			}, key}
 		}
 	}
@@ -250,18 +251,6 @@ func addTool(s *mcp.Server, def *mcp.Tool, h mcp.ToolHandler) (err error) {
 	}()
 	s.AddTool(def, h)
 	return nil
-}
-
-// upstreamFilter is an mcp_servers entry's exposure rules.
-func upstreamFilter(s *config.MCPServer) toolset.UpstreamFilter {
-	f := toolset.UpstreamFilter{Prefix: s.NamePrefix}
-	for _, ref := range s.Allow {
-		f.Allow = append(f.Allow, ref.Tool)
-	}
-	for _, ref := range s.Deny {
-		f.Deny = append(f.Deny, ref.Tool)
-	}
-	return f
 }
 
 // upstreamTimeout reads a server's call timeout from the snapshot in

@@ -1,10 +1,7 @@
 package actors
 
 import (
-	"errors"
 	"path/filepath"
-	"slices"
-	"time"
 
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
@@ -103,9 +100,11 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 		Loaded:     l,
 		Sandbox:    sandbox,
 		Grants:     grants,
-		Dormant:    map[string]error{},
 	}
-	snap.overlay(grants)
+	// The grants approved under this config are merged into the policy
+	// clients see; a call the config alone refuses may run under one.
+	ov := toolset.OverlayGrants(l, grants, snap.PolicyHash)
+	snap.Policy, snap.State.Grants, snap.Dormant = ov.Policy, ov.Grants, ov.Dormant
 	snap.AuditPolicy = toolset.AuditPolicy(snap.PolicyHash, snap.State.Grants.GrantIDs())
 	if shared.Audit != nil && c.AuditEnabled() {
 		snap.State.Audit = shared.Audit.For(c.MCP.AuditLog)
@@ -142,80 +141,6 @@ func (s *Snapshot) AuditPath() string {
 		return ""
 	}
 	return s.Config.MCP.AuditLog
-}
-
-// errPolicyChanged is why an exact-call grant is void: the config, an
-// overrides file or an env file changed since the denial it names.
-var errPolicyChanged = errors.New("the policy changed since the refused call was recorded; the assistant must ask again")
-
-// overlay merges the grants approved under this config into the policy
-// clients see, and lists, per call, which grant may allow what the config
-// alone refuses.
-func (s *Snapshot) overlay(grants []*requests.Record) {
-	if len(grants) == 0 {
-		return
-	}
-	l, served := s.Loaded, config.CanonicalPath(s.Config.File)
-	var timed, once []config.GrantSpec
-	g := &toolset.Grants{}
-	byID := map[string]*requests.Record{}
-	for _, r := range grants {
-		if r.Grant == nil || r.Grant.Config != served {
-			continue // approved under another config
-		}
-		byID[r.ID] = r
-		if r.Grant.Exact {
-			if r.Call == nil || r.Call.Policy != s.PolicyHash {
-				s.Dormant[r.ID] = errPolicyChanged
-				continue
-			}
-			g.Exact = append(g.Exact, toolset.ExactGrant{ID: r.ID, Once: r.Grant.Once, Until: r.Grant.Until, Approved: decided(r), Call: *r.Call})
-			continue
-		}
-		spec := config.GrantSpec{ID: r.ID, Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags}
-		if r.Grant.Once {
-			once = append(once, spec)
-		} else {
-			timed = append(timed, spec)
-		}
-	}
-	ov := l.Overlay(timed, once)
-	for id, err := range ov.Dormant {
-		s.Dormant[id] = err
-	}
-	for _, spec := range append(append([]config.GrantSpec{}, timed...), once...) {
-		p, ok := ov.Each[spec.ID]
-		if !ok {
-			continue
-		}
-		r := byID[spec.ID]
-		g.Capability = append(g.Capability, toolset.CapabilityGrant{ID: r.ID, Once: r.Grant.Once, Until: r.Grant.Until,
-			Approved: decided(r), Tool: r.Tool, Subcommand: r.Subcommand, Policy: p})
-		if !r.Grant.Once && (g.TimedUntil.IsZero() || r.Grant.Until.Before(g.TimedUntil)) {
-			g.TimedUntil = r.Grant.Until
-		}
-	}
-	// Exact grants, timed ones first, like capability grants.
-	slices.SortStableFunc(g.Exact, func(a, b toolset.ExactGrant) int {
-		switch {
-		case a.Once == b.Once:
-			return 0
-		case !a.Once:
-			return -1
-		}
-		return 1
-	})
-	g.Timed = ov.Timed
-	s.Policy = ov.Policy
-	s.State.Grants = g
-}
-
-// decided is when r was decided; the zero time when the log does not say.
-func decided(r *requests.Record) time.Time {
-	if r.DecidedAt == nil {
-		return time.Time{}
-	}
-	return *r.DecidedAt
 }
 
 // WatchPaths are the files whose changes trigger a reload: the config and

@@ -2,19 +2,11 @@ package actors
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/messages"
-	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -216,126 +208,4 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// upstreamHandler forwards calls of one exposed upstream tool to its upstream client.
-// Each call is bounded by the server's timeout, read from the snapshot in
-// service when the call starts, and ends at the latest when abort does (the
-// hub's shutdown). Progress notes from the upstream reach the client under
-// the client's own progress token, and only when the client asked for
-// progress.
-func upstreamHandler(server, tool string, offer messages.UpstreamTools, timeout func() time.Duration, abort context.Context) mcp.ToolHandler {
-	return func(caller context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		limit := timeout()
-		ctx, cancel := context.WithTimeout(caller, limit)
-		defer cancel()
-		stop := context.AfterFunc(abort, cancel)
-		defer stop()
-		token := req.Params.GetProgressToken()
-		var progress chan messages.UpstreamProgress
-		if token != nil {
-			progress = make(chan messages.UpstreamProgress, progressBuffer)
-		}
-		reply := make(chan messages.UpstreamResult, 1)
-		call := messages.UpstreamCall{Tool: tool, Arguments: req.Params.Arguments, Done: ctx.Done(), Progress: progress, Reply: reply}
-		ended := func() (*mcp.CallToolResult, error) {
-			switch {
-			case caller.Err() != nil:
-				return nil, caller.Err()
-			case abort.Err() != nil:
-				return upstreamError("the call to upstream server %q was stopped: wraptool is shutting down", server), nil
-			}
-			return upstreamError("upstream server %q did not answer %s within its timeout (%s); the call was cancelled", server, tool, limit), nil
-		}
-		select {
-		case offer.Calls <- call:
-		case <-offer.Gone:
-			return upstreamError("upstream server %q was stopped (its config entry was removed or changed); list the tools again", server), nil
-		case <-ctx.Done():
-			return ended()
-		}
-		for {
-			select {
-			case r := <-reply:
-				// Notes already here precede the result: pass them on.
-				for len(progress) > 0 {
-					p := <-progress
-					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
-						Progress: p.Progress, Total: p.Total, Message: p.Message})
-				}
-				return upstreamOutcome(server, r)
-			case p := <-progress:
-				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
-					Progress: p.Progress, Total: p.Total, Message: p.Message})
-			case <-ctx.Done():
-				select {
-				case r := <-reply: // answered as the deadline fell: the answer wins
-					return upstreamOutcome(server, r)
-				default:
-				}
-				return ended()
-			}
-		}
-	}
-}
-
-// audited wraps an upstream tool's handler so each call gets its audit
-// line: allowed (the registry exposes only what the config allows), with no
-// argv (an upstream takes JSON arguments, which are not recorded: wraptool
-// knows nothing of which of them are secret), no exit code, and "error" set
-// when the call failed. The line is queued with the call's values but not
-// its cancellation, bounded by stop.
-func audited(server string, state func() *toolset.State, stop context.Context, h mcp.ToolHandler) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		st := state()
-		if st.Audit == nil {
-			return h(ctx, req)
-		}
-		line := toolset.CallAudit{Time: time.Now().UTC(), Tool: req.Params.Name, Decision: "allowed",
-			Policy: st.AuditPolicy, Upstream: server}
-		line.Session, line.Client = toolset.SessionOf(ctx, req)
-		began := time.Now()
-		res, err := h(ctx, req)
-		line.DurationMS = time.Since(began).Milliseconds()
-		switch {
-		case err != nil:
-			line.Error = err.Error()
-		case res != nil && res.IsError:
-			line.Error = "the upstream tool reported an error"
-		}
-		actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		defer cancel()
-		defer context.AfterFunc(stop, cancel)()
-		st.Audit(actx, line)
-		return res, err
-	}
-}
-
-// upstreamOutcome turns an upstream client's answer into the client's: the upstream's
-// result as it sent it, its JSON-RPC error as that same error, and a tool
-// error saying what happened when the upstream failed or was down.
-func upstreamOutcome(server string, r messages.UpstreamResult) (*mcp.CallToolResult, error) {
-	var wire *jsonrpc.Error
-	var down errUpstreamDown
-	switch {
-	case r.Err == nil && r.Result == nil:
-		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
-	case r.Err == nil && (r.Result.NeedsInput() || r.Result.InputRequests != nil):
-		return upstreamError("upstream server %q asked the client for input (elicitation, sampling or roots), "+
-			"which wraptool does not pass on", server), nil
-	case r.Err == nil:
-		r.Result.RequestState = "" // only ever echoed back with input responses
-		return r.Result, nil
-	case errors.As(r.Err, &wire):
-		return nil, wire
-	case errors.As(r.Err, &down):
-		return upstreamError("upstream server %q is not available: %s; try again in a moment", server, down.why), nil
-	case errors.Is(r.Err, mcp.ErrConnectionClosed), errors.Is(r.Err, io.EOF), errors.Is(r.Err, io.ErrUnexpectedEOF):
-		return upstreamError("upstream server %q stopped while handling the call; it is restarted, so try again in a moment", server), nil
-	}
-	return upstreamError("upstream server %q failed the call: %v", server, r.Err), nil
-}
-
-func upstreamError(format string, args ...any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset/runner"
+	"github.com/wraptool/wraptool/toolset/upstream"
 )
 
 // UpstreamTiming are an upstream client's clocks (README: Upstream MCP servers). A
@@ -80,9 +81,6 @@ const (
 	// stderrLinesPerSecond bounds how many stderr lines one upstream may
 	// log each second; beyond it lines are counted and the count logged.
 	stderrLinesPerSecond = 100
-	// progressBuffer is the room a call has for progress notes its handler
-	// has not passed on yet; a note beyond it is dropped.
-	progressBuffer = 16
 )
 
 // upstreamSpec is what an upstream client starts: a change of any field restarts the
@@ -145,12 +143,6 @@ type upstreamClient struct {
 	tokens     atomic.Uint64
 }
 
-// errUpstreamDown answers a call that reaches an upstream client between two runs of
-// its upstream.
-type errUpstreamDown struct{ why string }
-
-func (e errUpstreamDown) Error() string { return e.why }
-
 // run keeps the upstream running until ctx is done.
 func (b *upstreamClient) run(ctx context.Context) {
 	defer close(b.gone)
@@ -206,7 +198,7 @@ func (b *upstreamClient) run(ctx context.Context) {
 }
 
 // refuseFor answers every call that arrives in the next d with an
-// errUpstreamDown saying why; false when ctx ended first.
+// upstream.Down saying why; false when ctx ended first.
 func (b *upstreamClient) refuseFor(ctx context.Context, d time.Duration, why string) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -217,13 +209,13 @@ func (b *upstreamClient) refuseFor(ctx context.Context, d time.Duration, why str
 		case <-t.C:
 			return true
 		case c := <-b.calls:
-			c.Reply <- messages.UpstreamResult{Err: errUpstreamDown{why}}
+			c.Reply <- messages.UpstreamResult{Err: upstream.Down{Why: why}}
 		}
 	}
 }
 
 // startRefusing starts the upstream, answering calls meanwhile (a handler
-// registered before a failure may still send one) with errUpstreamDown.
+// registered before a failure may still send one) with upstream.Down.
 func (b *upstreamClient) startRefusing(ctx context.Context, why string) (*upstreamProc, []*mcp.Tool, error) {
 	var s struct {
 		up    *upstreamProc
@@ -239,7 +231,7 @@ func (b *upstreamClient) startRefusing(ctx context.Context, why string) (*upstre
 	return s.up, s.tools, s.err
 }
 
-// refuseUntil answers every call with an errUpstreamDown saying why, until
+// refuseUntil answers every call with an upstream.Down saying why, until
 // done is closed.
 func (b *upstreamClient) refuseUntil(done <-chan struct{}, why string) {
 	for {
@@ -247,7 +239,7 @@ func (b *upstreamClient) refuseUntil(done <-chan struct{}, why string) {
 		case <-done:
 			return
 		case c := <-b.calls:
-			c.Reply <- messages.UpstreamResult{Err: errUpstreamDown{why}}
+			c.Reply <- messages.UpstreamResult{Err: upstream.Down{Why: why}}
 		}
 	}
 }
@@ -322,7 +314,7 @@ func (b *upstreamClient) start(ctx context.Context) (*upstreamProc, []*mcp.Tool,
 		ProgressNotificationHandler: b.onProgress,
 		// An upstream's requests for input (elicitation, sampling, roots;
 		// in a result since protocol 2026-07-28) come back as they are,
-		// for upstreamOutcome to refuse: wraptool's client answers none.
+		// for upstream.Outcome to refuse: wraptool's client answers none.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		// No capabilities at all: not even the SDK's default roots, so an
 		// upstream learns nothing of the client behind wraptool.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/toolset/upstream"
 )
 
 // fastTiming restarts quickly and never pings: tests that need pings or a
@@ -466,7 +467,7 @@ func TestUpstreamsRestartAFailedUpstream(t *testing.T) {
 			wantWithdrawal(t, h.next(t), "up", first.Generation)
 			// The call in flight ends when its upstream does.
 			r := receive(t, reply, "the answer to "+tt.tool)
-			res, err := upstreamOutcome("up", r)
+			res, err := upstream.Outcome("up", r)
 			text, _ := resultText(t, res)
 			raced := tt.raced != "" && err == nil && text == tt.raced
 			if !raced && (err != nil || !strings.Contains(text, "stopped while handling the call")) {
@@ -549,14 +550,14 @@ func TestUpstreamsRefuseCallsWhileRestarting(t *testing.T) {
 	send(t, m, "crash", "{}", nil, nil)
 	wantWithdrawal(t, h.next(t), "up", m.Generation)
 	r := call(t, m, "echo", `{"text":"hi"}`)
-	var down errUpstreamDown
+	var down upstream.Down
 	if r.Result != nil || r.Err == nil {
-		t.Fatalf("call while restarting = %+v, want an errUpstreamDown", r)
+		t.Fatalf("call while restarting = %+v, want an upstream.Down", r)
 	}
-	if !errors.As(r.Err, &down) || !strings.Contains(down.why, "restarts in 1m0s") {
-		t.Fatalf("call while restarting failed with %T %v, want an errUpstreamDown saying it restarts in 1m0s", r.Err, r.Err)
+	if !errors.As(r.Err, &down) || !strings.Contains(down.Why, "restarts in 1m0s") {
+		t.Fatalf("call while restarting failed with %T %v, want an upstream.Down saying it restarts in 1m0s", r.Err, r.Err)
 	}
-	res, err := upstreamOutcome("up", r)
+	res, err := upstream.Outcome("up", r)
 	if text, isError := resultText(t, res); err != nil || !isError || !strings.Contains(text, `upstream server "up" is not available: it failed`) {
 		t.Errorf("outcome = %q, %v; want a tool error saying the upstream is not available", text, err)
 	}
@@ -571,7 +572,7 @@ func TestUpstreamsCancelACallTheCallerGaveUp(t *testing.T) {
 	m := h.next(t)
 	wantOffer(t, m, "up")
 	done := make(chan struct{})
-	progress := make(chan messages.UpstreamProgress, progressBuffer)
+	progress := make(chan messages.UpstreamProgress, upstream.ProgressBuffer)
 	reply := send(t, m, "slow", `{"ms": 60000, "steps": 1000}`, done, progress)
 	// The first note comes from inside the upstream's handler: the call is
 	// running there.

@@ -35,6 +35,7 @@ type server struct {
 	registry  *actors.Registry
 	upstreams *actors.Upstreams
 	hub       *actors.Hub
+	sessions  *actors.Sessions
 	requests  *actors.RequestLog
 	audit     *actors.Audit
 	hooks     *actors.Hooks
@@ -150,9 +151,10 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		Snapshots: published, UpstreamsChanged: upstreamChanged, Offers: offers, Ready: upstreamsReady, Getenv: a.getenv,
 		Reaper: reaper, Timing: a.upstreamTiming, Version: buildVersion(), Log: log,
 	})
+	s.sessions = actors.NewSessions(actors.SessionsOptions{Server: mcpServer, Log: log})
 	s.hub = actors.NewHub(mcpServer, actors.HubOptions{
 		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: published, Ready: upstreamsReady,
-		KillCalls: killCalls,
+		Sessions: s.sessions, KillCalls: killCalls,
 	}, log)
 	s.registry = actors.NewRegistry(actors.RegistryOptions{
 		Server: mcpServer, Snapshots: published, KillCalls: killCalls, States: upstreamStates, Stopped: registryStopped,
@@ -190,7 +192,9 @@ func plainLinks() map[string]string {
 	return map[string]string{
 		"actors.Snapshots": "a pure read of the published snapshot (actors.Published, an atomic pointer the policy holder " +
 			"alone writes): the one sanctioned shortcut past messages",
-		"func(string) string":          "Getenv: a read of the server's environment, fixed for its life",
+		"func(string) string": "Getenv: a read of the server's environment, fixed for its life",
+		"HubOptions.Sessions": "the Streamable HTTP session table, guarded by its own lock: every request's token binding is checked " +
+			"there on the request's own goroutine, and a round trip would add a wait to every request; its Run only sweeps the idle",
 		"*runner.Reaper":               "the child subreaper's table of owned processes, guarded by its own lock: every child start and exit registers there on the call's own goroutine, and a round trip would add a wait to every call; its Run only reaps",
 		"actors.LoadFunc":              "LoaderOptions.Load: the domain's one load path (config.LoadFile), a pure function of the files",
 		"config.Introspect":            "LoaderOptions.Introspect: the domain's help runner, a function of the rules it is given",
@@ -263,6 +267,9 @@ func (s *server) run(ctx context.Context) error {
 		{"policy holder", s.holder.Run},
 		{"grants", s.grants.Run},
 		{"reaper", s.reaper.Run},
+		// The hub's session table expires the Streamable HTTP sessions
+		// that never opened a stream; a sweep during shutdown is not needed.
+		{"session sweeper", s.sessions.Run},
 	}
 	if s.admin != nil {
 		plain = append(plain, actor{"admin UI", s.admin.Run}, actor{"config editor", s.editor.Run})

@@ -26,7 +26,7 @@ var linkOptions = []any{
 	actors.AdminOptions{}, actors.AuditOptions{}, actors.ConfigEditorOptions{}, actors.DebouncerOptions{},
 	actors.GrantsOptions{}, actors.HooksOptions{}, actors.HubOptions{}, actors.LoaderOptions{},
 	actors.PolicyHolderOptions{}, actors.RegistryOptions{}, actors.RequestLogOptions{}, actors.SignalsOptions{},
-	actors.Shared{}, actors.UpstreamsOptions{}, actors.WatcherOptions{},
+	actors.SessionsOptions{}, actors.Shared{}, actors.UpstreamsOptions{}, actors.WatcherOptions{},
 	toolset.RequestTool{}, webui.Options{},
 }
 

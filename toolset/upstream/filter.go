@@ -1,4 +1,4 @@
-package toolset
+package upstream
 
 import (
 	"encoding/json"
@@ -7,11 +7,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 )
 
-// UpstreamFilter is one mcp_servers entry's exposure rules: which of the
+// Filter is one mcp_servers entry's exposure rules: which of the
 // upstream's tools are exposed, and under what prefix.
-type UpstreamFilter struct {
+type Filter struct {
 	// Prefix is the name_prefix; exposed names are Prefix + "_" + name.
 	Prefix string
 	// Allow and Deny are exact upstream tool names. A tool is exposed only
@@ -19,24 +20,36 @@ type UpstreamFilter struct {
 	Allow, Deny []string
 }
 
-// UpstreamTool is one exposed upstream tool.
-type UpstreamTool struct {
+// FilterOf is an mcp_servers entry's exposure rules.
+func FilterOf(s *config.MCPServer) Filter {
+	f := Filter{Prefix: s.NamePrefix}
+	for _, ref := range s.Allow {
+		f.Allow = append(f.Allow, ref.Tool)
+	}
+	for _, ref := range s.Deny {
+		f.Deny = append(f.Deny, ref.Tool)
+	}
+	return f
+}
+
+// Tool is one exposed upstream tool.
+type Tool struct {
 	// Upstream is the upstream's own name, which calls are forwarded to.
 	Upstream string
 	// Def is the definition clients see: the upstream's, renamed.
 	Def *mcp.Tool
 }
 
-// UpstreamSkip is an allowed upstream tool that is not exposed, and why; the
+// Skip is an allowed upstream tool that is not exposed, and why; the
 // caller logs it.
-type UpstreamSkip struct {
+type Skip struct {
 	// Tool is the upstream's name for it.
 	Tool string
 	// Reason says why, in lower case.
 	Reason string
 }
 
-// ExposeUpstream applies f to the tools an upstream offers. Tools neither
+// Expose applies f to the tools an upstream offers. Tools neither
 // allowed nor denied are hidden silently: hiding is the default. An allowed
 // tool is skipped, with a reason, when its exposed name breaks the name
 // rules, its input schema is not an object schema (no client could call it,
@@ -48,7 +61,7 @@ type UpstreamSkip struct {
 // description, schemas, annotations, icons) under its new name, except its
 // _meta, which is dropped: it addresses the upstream's own clients, not
 // wraptool's.
-func ExposeUpstream(f UpstreamFilter, offered []*mcp.Tool) (exposed []UpstreamTool, skipped []UpstreamSkip, missing []string) {
+func Expose(f Filter, offered []*mcp.Tool) (exposed []Tool, skipped []Skip, missing []string) {
 	allow, deny := set(f.Allow), set(f.Deny)
 	seen := map[string]bool{}
 	for _, t := range offered {
@@ -56,23 +69,23 @@ func ExposeUpstream(f UpstreamFilter, offered []*mcp.Tool) (exposed []UpstreamTo
 			continue
 		}
 		if seen[t.Name] {
-			skipped = append(skipped, UpstreamSkip{t.Name, "the upstream lists this name twice; only the first is exposed"})
+			skipped = append(skipped, Skip{t.Name, "the upstream lists this name twice; only the first is exposed"})
 			continue
 		}
 		seen[t.Name] = true
 		name := f.Prefix + "_" + t.Name
 		if reason := policy.ExposedNameProblem(name); reason != "" {
-			skipped = append(skipped, UpstreamSkip{t.Name, reason})
+			skipped = append(skipped, Skip{t.Name, reason})
 			continue
 		}
 		if reason := schemaProblem(t); reason != "" {
-			skipped = append(skipped, UpstreamSkip{t.Name, reason})
+			skipped = append(skipped, Skip{t.Name, reason})
 			continue
 		}
 		def := *t
 		def.Name = name
 		def.Meta = nil
-		exposed = append(exposed, UpstreamTool{Upstream: t.Name, Def: &def})
+		exposed = append(exposed, Tool{Upstream: t.Name, Def: &def})
 	}
 	for _, name := range f.Allow {
 		if !seen[name] && !deny[name] {

@@ -1,4 +1,4 @@
-package toolset
+package upstream
 
 import (
 	"encoding/json"
@@ -23,32 +23,32 @@ func TestExposeUpstream(t *testing.T) {
 	}
 	cases := []struct {
 		name        string
-		filter      UpstreamFilter
+		filter      Filter
 		offered     []*mcp.Tool
 		wantExposed []string // exposed name=upstream name
 		wantSkipped []string // tool: reason fragment
 		wantMissing []string
 	}{
-		{"default deny: nothing allowed, nothing exposed", UpstreamFilter{Prefix: "fs"},
+		{"default deny: nothing allowed, nothing exposed", Filter{Prefix: "fs"},
 			[]*mcp.Tool{upstreamTool("read"), upstreamTool("write")}, nil, nil, nil},
-		{"exact names only", UpstreamFilter{Prefix: "fs", Allow: []string{"read", "Write", "rea"}},
+		{"exact names only", Filter{Prefix: "fs", Allow: []string{"read", "Write", "rea"}},
 			[]*mcp.Tool{upstreamTool("read"), upstreamTool("write"), upstreamTool("reader")},
 			[]string{"fs_read=read"}, nil, []string{"Write", "rea"}},
-		{"deny wins over allow", UpstreamFilter{Prefix: "fs", Allow: []string{"read", "write"}, Deny: []string{"write"}},
+		{"deny wins over allow", Filter{Prefix: "fs", Allow: []string{"read", "write"}, Deny: []string{"write"}},
 			[]*mcp.Tool{upstreamTool("read"), upstreamTool("write")}, []string{"fs_read=read"}, nil, nil},
-		{"a denied name missing upstream is not reported missing", UpstreamFilter{Prefix: "fs", Allow: []string{"gone"}, Deny: []string{"gone"}},
+		{"a denied name missing upstream is not reported missing", Filter{Prefix: "fs", Allow: []string{"gone"}, Deny: []string{"gone"}},
 			nil, nil, nil, nil},
-		{"name rules: characters", UpstreamFilter{Prefix: "fs", Allow: []string{"read.file", "a b", "ok-1_x"}},
+		{"name rules: characters", Filter{Prefix: "fs", Allow: []string{"read.file", "a b", "ok-1_x"}},
 			[]*mcp.Tool{upstreamTool("read.file"), upstreamTool("a b"), upstreamTool("ok-1_x")},
 			[]string{"fs_ok-1_x=ok-1_x"}, []string{`read.file: the exposed name "fs_read.file" does not match`, `a b: the exposed name "fs_a b" does not match`}, nil},
-		{"name rules: 64 characters at most", UpstreamFilter{Prefix: "fs", Allow: []string{long, long[:61]}},
+		{"name rules: 64 characters at most", Filter{Prefix: "fs", Allow: []string{long, long[:61]}},
 			[]*mcp.Tool{upstreamTool(long), upstreamTool(long[:61])},
 			[]string{"fs_" + long[:61] + "=" + long[:61]}, []string{long + ": is 65 characters; the limit is 64"}, nil},
-		{"a name listed twice upstream", UpstreamFilter{Prefix: "fs", Allow: []string{"read"}},
+		{"a name listed twice upstream", Filter{Prefix: "fs", Allow: []string{"read"}},
 			[]*mcp.Tool{upstreamTool("read"), upstreamTool("read")}, []string{"fs_read=read"}, []string{"read: lists this name twice"}, nil},
-		{"nil tools are ignored", UpstreamFilter{Prefix: "fs", Allow: []string{"read"}},
+		{"nil tools are ignored", Filter{Prefix: "fs", Allow: []string{"read"}},
 			[]*mcp.Tool{nil, upstreamTool("read")}, []string{"fs_read=read"}, nil, nil},
-		{"schemas the SDK would refuse", UpstreamFilter{Prefix: "fs", Allow: []string{"noschema", "array", "string", "badout", "good"}},
+		{"schemas the SDK would refuse", Filter{Prefix: "fs", Allow: []string{"noschema", "array", "string", "badout", "good"}},
 			[]*mcp.Tool{withSchema("noschema", nil, nil), withSchema("array", map[string]any{"type": "array"}, nil),
 				withSchema("string", "object", nil), withSchema("badout", map[string]any{"type": "object"}, []int{1}),
 				withSchema("good", json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`), map[string]any{"type": "object"})},
@@ -59,7 +59,7 @@ func TestExposeUpstream(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			exposed, skipped, missing := ExposeUpstream(tc.filter, tc.offered)
+			exposed, skipped, missing := Expose(tc.filter, tc.offered)
 			var gotExposed []string
 			for _, e := range exposed {
 				gotExposed = append(gotExposed, e.Def.Name+"="+e.Upstream)
@@ -83,7 +83,7 @@ func TestExposeUpstream(t *testing.T) {
 	}
 }
 
-// TestExposeUpstreamPassesDefinitionsThrough shows the exposed definition is
+// TestExposePassesDefinitionsThrough shows the exposed definition is
 // the upstream's, renamed, without its _meta, and that the upstream's own
 // value is left as it was.
 func TestExposeUpstreamPassesDefinitionsThrough(t *testing.T) {
@@ -96,7 +96,7 @@ func TestExposeUpstreamPassesDefinitionsThrough(t *testing.T) {
 		Icons:        []mcp.Icon{{Source: "https://example.com/i.png"}},
 		Meta:         mcp.Meta{"vendor/ui": "x"},
 	}
-	exposed, _, _ := ExposeUpstream(UpstreamFilter{Prefix: "fs", Allow: []string{"read"}}, []*mcp.Tool{up})
+	exposed, _, _ := Expose(Filter{Prefix: "fs", Allow: []string{"read"}}, []*mcp.Tool{up})
 	if len(exposed) != 1 {
 		t.Fatalf("exposed %v", exposed)
 	}
@@ -112,10 +112,10 @@ func TestExposeUpstreamPassesDefinitionsThrough(t *testing.T) {
 	}
 }
 
-// FuzzExposeUpstream checks, for any offered names and filter, that every
+// FuzzExpose checks, for any offered names and filter, that every
 // exposed tool was allowed, not denied, follows the name rules, and is
 // exposed once.
-func FuzzExposeUpstream(f *testing.F) {
+func FuzzExpose(f *testing.F) {
 	f.Add("fs", "read,write", "write", "read,write,read.file")
 	f.Add("x", "", "", "a")
 	f.Add("p", "a b,c", "", "a b,c,c")
@@ -130,8 +130,8 @@ func FuzzExposeUpstream(f *testing.F) {
 		for _, n := range split(offered) {
 			tools = append(tools, upstreamTool(n))
 		}
-		filter := UpstreamFilter{Prefix: prefix, Allow: split(allow), Deny: split(deny)}
-		exposed, _, _ := ExposeUpstream(filter, tools)
+		filter := Filter{Prefix: prefix, Allow: split(allow), Deny: split(deny)}
+		exposed, _, _ := Expose(filter, tools)
 		seen := map[string]bool{}
 		for _, e := range exposed {
 			switch {
