@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -256,7 +257,14 @@ func TestRunRefusesAProgramOthersCouldReplace(t *testing.T) {
 	dir := privateDir(t)
 	marker := filepath.Join(dir, "ran")
 	p := program(t, dir, "open/sub/tool", 0o700)
-	if err := os.WriteFile(p, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o700); err != nil {
+	// Written while no fork can start: a child a parallel test forks
+	// meanwhile would inherit the write descriptor until its exec, and exec
+	// of a file open for writing fails (text file busy). A fork holds
+	// syscall.ForkLock for writing.
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(p, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o700)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
