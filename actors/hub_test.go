@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 	"github.com/wraptool/wraptool/webui/httpguard"
 )
@@ -575,7 +576,7 @@ func TestHubUnixSocketAlreadyThere(t *testing.T) {
 	t.Run("a file that is not a socket is refused and left alone", func(t *testing.T) {
 		t.Parallel()
 		path := socketPath(t)
-		writeFile(t, path, "keep me\n")
+		configtest.WriteFile(t, path, "keep me\n", 0o600)
 		log, _ := newTestLogger()
 		hub := NewHub(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil),
 			HubOptions{Transport: "unix", Listen: path}, log)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -327,7 +328,7 @@ func TestExactCallGrant(t *testing.T) {
 		t.Fatalf("the timed exact grant does not allow the call: %s", text)
 	}
 	reloads := strings.Count(s.Log(), `msg="config reloaded"`)
-	writeAndRename(t, s.ConfigPath, string(readBytes(t, s.ConfigPath))+"# a comment changes the policy hash\n")
+	configtest.ReplaceFile(t, s.ConfigPath, string(readBytes(t, s.ConfigPath))+"# a comment changes the policy hash\n")
 	s.WaitLog(t, `msg="config reloaded"`, reloads+1, eventTimeout)
 	if ran, text := runs(t, c, "fake_status", call); ran {
 		t.Errorf("the exact grant survived a config change: %s", text)
@@ -338,7 +339,7 @@ func TestExactCallGrant(t *testing.T) {
 	// And approving after the change is refused.
 	callID, _ = denialOf(t, c, "fake_status", call)
 	id3 := request(t, c, map[string]any{"call_id": callID, "rationale": "again"})
-	writeAndRename(t, s.ConfigPath, string(readBytes(t, s.ConfigPath))+"# another\n")
+	configtest.ReplaceFile(t, s.ConfigPath, string(readBytes(t, s.ConfigPath))+"# another\n")
 	s.WaitLog(t, `msg="config reloaded"`, reloads+2, eventTimeout)
 	if _, stderr, code := cli("requests", "approve", "--once", id3); code != 1 || !strings.Contains(stderr, "changed since the call was refused") {
 		t.Errorf("approving after a config change: exit %d, %q", code, stderr)

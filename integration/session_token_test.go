@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // wire is a raw HTTP client of one server, each request with the token
@@ -202,7 +203,7 @@ func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
 	sseMain := w.sse(s.Token)
 
 	const rotated = "rotated-main-token-0123456789abcdef"
-	writeAndRename(t, filepath.Join(dir, "mcp-token"), rotated+"\n")
+	configtest.ReplaceFile(t, filepath.Join(dir, "mcp-token"), rotated+"\n")
 	waittest.Until(t, eventTimeout, func() error {
 		if status, _, _ := w.send(http.MethodPost, "/mcp", s.Token, onMain, pingBody); status != http.StatusUnauthorized {
 			return fmt.Errorf("the old token refused: status %d\n%s", status, s.Log())

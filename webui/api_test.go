@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -444,7 +445,7 @@ func TestAPIApproveExactCall(t *testing.T) {
 			id := f.submitExact(t, tt.sub, tt.flags, tt.params, tt.edit)
 			hash := f.record(t, id).Call.Policy
 			if tt.change {
-				writeFile(t, f.config, readFile(t, f.config)+"# edited after the denial\n")
+				configtest.WriteFile(t, f.config, readFile(t, f.config)+"# edited after the denial\n", 0o600)
 			}
 			before := readFile(t, f.config)
 			w := f.apiPost(t, id, "approve", tt.body)

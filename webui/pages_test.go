@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -404,7 +405,7 @@ func TestConfirmApplyRefusesAChangeItDidNotShow(t *testing.T) {
 	plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)[1]
 
 	edited := strings.Replace(readFile(t, f.config), "# wraptool test config", "# edited by hand", 1)
-	writeFile(t, f.config, edited)
+	configtest.WriteFile(t, f.config, edited, 0o600)
 	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}})
 	if loc := w.Header().Get("Location"); loc != "/requests/"+id+"/apply" {
 		t.Fatalf("redirect to %q, want the preview again", loc)
@@ -692,7 +693,7 @@ func TestPageGrants(t *testing.T) {
 				id = f.submit(t, "git", tt.sub, tt.flags, "for now")
 			}
 			if tt.change {
-				writeFile(t, f.config, readFile(t, f.config)+"# edited\n")
+				configtest.WriteFile(t, f.config, readFile(t, f.config)+"# edited\n", 0o600)
 			}
 			before := readFile(t, f.config)
 			tt.form.Set("csrf", csrf)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -209,24 +210,19 @@ func readPID(t *testing.T, pidfile string) int {
 // kill(pid, 0) fails with ESRCH), calling each before every poll when set.
 func waitGone(t *testing.T, pid int, each func()) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waittest.Until(t, 10*time.Second, func() error {
 		if each != nil {
 			each()
 		}
-		err := syscall.Kill(pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			return
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			state := "running"
-			if !toolsettest.Alive(pid) {
-				state = "a zombie nobody reaped"
-			}
-			t.Fatalf("process %d is still there (%s) 10s after its call ended", pid, state)
+		state := "running"
+		if !toolsettest.Alive(pid) {
+			state = "a zombie nobody reaped"
 		}
-		time.Sleep(10 * time.Millisecond) // polling the process table: no event to wait on
-	}
+		return fmt.Errorf("process %d is still there (%s) after its call ended", pid, state)
+	})
 }
 
 func TestSweepNeverBlocks(t *testing.T) {
