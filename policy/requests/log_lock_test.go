@@ -108,6 +108,44 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 	}
 }
 
+// Only waiting ends with the context: a call whose context is already done
+// still takes a free turn and a free lock, as jsonl.Lock does, so a
+// shutdown's last write is not refused for want of a wait it never needs.
+func TestACallWithADoneContextTakesAFreeTurn(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		call func(ctx context.Context, l *Log, held string) error
+	}{
+		{"Log.Submit records the request",
+			func(ctx context.Context, l *Log, _ string) error {
+				_, err := l.Submit(ctx, Request{Tool: "new", Subcommand: []string{}, Rationale: "why"}, t0)
+				return err
+			}},
+		{"Log.Decide records the decision",
+			func(ctx context.Context, l *Log, held string) error {
+				return l.Decide(ctx, held, Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0)
+			}},
+		{"Log.Records reads the log",
+			func(ctx context.Context, l *Log, _ string) error {
+				_, _, err := l.Records(ctx)
+				return err
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := Open(logPath(t))
+			held := logSubmit(t, l, Request{Tool: "held", Subcommand: []string{}, Rationale: "why"}).ID
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := tc.call(ctx, l, held); err != nil {
+				t.Errorf("the call with a done context = %v, want nil: its turn was free", err)
+			}
+		})
+	}
+}
+
 // A context that never ends still gives up after the 5 s bound, with an
 // error naming the file and nothing written; once the holder lets go, the
 // same Log writes again.
