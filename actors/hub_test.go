@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -1876,6 +1877,31 @@ func TestHubSessionGateHostileInputs(t *testing.T) {
 			}
 			if res.StatusCode != want {
 				t.Errorf("status %d, body %q; want %d", res.StatusCode, data, want)
+			}
+		})
+	}
+}
+
+func TestOrDefaultKeepsOnlyAPositiveValue(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		v, def time.Duration
+		want   time.Duration
+	}{
+		{"a zero value takes the default", 0, time.Second, time.Second},
+		{"a negative value takes the default", -time.Nanosecond, time.Second, time.Second},
+		{"the most negative value takes the default", math.MinInt64, time.Second, time.Second},
+		{"a positive value is kept", time.Millisecond, time.Second, time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := orDefault(tc.v, tc.def); got != tc.want {
+				t.Errorf("orDefault(%v, %v) = %v, want %v", tc.v, tc.def, got, tc.want)
+			}
+			if got := orDefault(int(tc.v), int(tc.def)); got != int(tc.want) {
+				t.Errorf("orDefault(%d, %d) = %d, want %d", tc.v, tc.def, got, tc.want)
 			}
 		})
 	}
