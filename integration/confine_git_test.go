@@ -292,7 +292,7 @@ func cacheEntries(t *testing.T, dir string) []cacheEntryFile {
 			Subcommand []string `json:"subcommand"`
 		}
 		var raw map[string]any
-		data := readBytes(t, name)
+		data := configtest.ReadFile(t, name)
 		if json.Unmarshal(data, &e) != nil || json.Unmarshal(data, &raw) != nil {
 			continue
 		}
@@ -357,7 +357,7 @@ func TestConfinedGitCannotForgeTheCache(t *testing.T) {
 		if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, "Policy: subcommand 'config' is denied for 'git'.") {
 			t.Errorf("%s: git -P config alias.x …: isError %v:\n%s", when, res.IsError, text)
 		}
-		if data := readBytes(t, filepath.Join(work, ".git", "config")); strings.Contains(string(data), "alias") {
+		if data := configtest.ReadFile(t, filepath.Join(work, ".git", "config")); strings.Contains(string(data), "alias") {
 			t.Errorf("%s: the alias was written:\n%s", when, data)
 		}
 	}

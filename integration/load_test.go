@@ -486,7 +486,7 @@ func TestLoad(t *testing.T) {
 	head := serverConfig(t, dir, "") + fmt.Sprintf("admin:\n  listen: %s\n  auth_token_file: %s\n", adminAddr, filepath.Join(dir, "admin-token"))
 	configOf := func(v loadVersion) string { return head + v.yaml() }
 	s := startServerIn(t, dir, configOf(loadA))
-	adminToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "admin-token"))))
+	adminToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "admin-token"))))
 	auditPath := filepath.Join(dir, "audit.jsonl")
 
 	// Warm-up: learn each version's policy hash (no grant is in force

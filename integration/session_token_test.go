@@ -152,7 +152,7 @@ func TestSessionBelongsToItsToken(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicit := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicit := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	w := newWire(t, s)
 	onMain := w.session(s.Token, initializeBody)
 	onElicit := w.session(elicit, initializeBody)
@@ -197,7 +197,7 @@ func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicit := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicit := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	w := newWire(t, s)
 	onMain := w.session(s.Token, initializeBody)
 	sseMain := w.sse(s.Token)
@@ -235,7 +235,7 @@ func TestMainTokenSessionIsNeverAskedWhateverTheHeader(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicit := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicit := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	a := &asker{action: "accept", decision: "once"}
 	session := connectWith(t, s, a.client(t), s.Token, "2025-06-18")
 	if session.InitializeResult() == nil || session.ID() == "" {

@@ -162,15 +162,6 @@ func newFixture(t *testing.T, o ...func(*Options)) *fixture {
 	return f
 }
 
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // uiHost is the UI's host for tok.
 func uiHost(tok string) string { return "w-" + HostLabel(tok) + ".localhost:8718" }
 

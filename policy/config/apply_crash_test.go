@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // The crash test's child runs when these are set: the config to apply to,
@@ -72,7 +74,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 	o := applyOptions(dir)
 
 	// states[k] is the config after the first k requests.
-	states := [][]byte{readBytes(t, cfg)}
+	states := [][]byte{configtest.ReadFile(t, cfg)}
 	state := func(k int) []byte {
 		for len(states) <= k {
 			n := len(states) - 1
@@ -125,7 +127,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 			t.Fatalf("round %d: child ended on its own (%v): %s", round, err, stderr.String())
 		}
 
-		got := readBytes(t, cfg)
+		got := configtest.ReadFile(t, cfg)
 		next := -1
 		for j := k; j <= k+1000 && next < 0; j++ {
 			if bytes.Equal(got, state(j)) {
@@ -160,7 +162,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 	if _, err := ApplyRequest(cfg, "git", sub, flags, o); err != nil {
 		t.Fatalf("apply after the kills: %v", err)
 	}
-	if got := readBytes(t, cfg); !bytes.Equal(got, state(k+1)) {
+	if got := configtest.ReadFile(t, cfg); !bytes.Equal(got, state(k+1)) {
 		t.Errorf("apply after the kills wrote:\n%s\nwant:\n%s", got, state(k+1))
 	}
 	assertNoTemp(t, dir)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // applyRefusal is a request ApplyRequest must refuse, and how; a temporary
@@ -176,7 +178,7 @@ func TestApplyRefusalsLeaveFileUntouched(t *testing.T) {
 			if tc.setup != nil {
 				cfg = tc.setup(t, dir, cfg)
 			}
-			before := readBytes(t, cfg)
+			before := configtest.ReadFile(t, cfg)
 			var hook func()
 			var edited []byte
 			if tc.is == ErrChangedMeanwhile {
@@ -200,7 +202,7 @@ func TestApplyRefusalsLeaveFileUntouched(t *testing.T) {
 			if err.Error() != msg {
 				t.Errorf("error:\n got %q\nwant %q", err, msg)
 			}
-			after := readBytes(t, cfg)
+			after := configtest.ReadFile(t, cfg)
 			if edited != nil {
 				before = edited // the editor's save stands, untouched by the apply
 			}
@@ -269,7 +271,7 @@ func TestApplyRefusesUnsupportedLayout(t *testing.T) {
 	dir := applyFixture(t)
 	in := "mcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: $DIR/bin/git\n    allow: [{subcommand: [push],\r flags: [--a]}]\n"
 	cfg := writeConfig(t, dir, "config.yaml", in, 0o600)
-	before := readBytes(t, cfg)
+	before := configtest.ReadFile(t, cfg)
 	_, err := ApplyRequest(cfg, "git", []string{"push"}, []string{"--b"}, applyOptions(dir))
 	if !errors.Is(err, ErrUnsupportedLayout) {
 		t.Fatalf("error %v, want ErrUnsupportedLayout", err)
@@ -278,7 +280,7 @@ func TestApplyRefusesUnsupportedLayout(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("error:\n got %q\nwant %q", err, want)
 	}
-	if !bytes.Equal(readBytes(t, cfg), before) {
+	if !bytes.Equal(configtest.ReadFile(t, cfg), before) {
 		t.Error("the config changed")
 	}
 }

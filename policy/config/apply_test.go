@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // applyReq is one capability request to merge.
@@ -52,15 +53,6 @@ func writeConfig(t testing.TB, dir, name, yaml string, mode os.FileMode) string 
 		t.Fatal(err)
 	}
 	return p
-}
-
-func readBytes(t testing.TB, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // The golden configs: each NAME.in.yaml gets its requests applied in order
@@ -146,7 +138,7 @@ func TestApplyGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := applyFixture(t)
-			in := string(readBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml")))
+			in := string(configtest.ReadFile(t, filepath.Join("testdata/apply", tc.name+".in.yaml")))
 			cfg := writeConfig(t, dir, "config.yaml", in, 0o600)
 			for _, r := range tc.reqs {
 				a, err := ApplyRequest(cfg, r.tool, r.sub, r.flags, applyOptions(dir))
@@ -157,14 +149,14 @@ func TestApplyGolden(t *testing.T) {
 					t.Errorf("ApplyRequest(%s %v %v) = %q, want %q", r.tool, r.sub, r.flags, got, r.want)
 				}
 			}
-			got := bytes.ReplaceAll(readBytes(t, cfg), []byte(dir), []byte("$DIR"))
+			got := bytes.ReplaceAll(configtest.ReadFile(t, cfg), []byte(dir), []byte("$DIR"))
 			wantFile := filepath.Join("testdata/apply", tc.name+".want.yaml")
 			if *update {
 				if err := os.WriteFile(wantFile, got, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want := readBytes(t, wantFile)
+			want := configtest.ReadFile(t, wantFile)
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s: got (-) / want (+):\n%s", tc.name, lineDiff(string(got), string(want)))
 			}
@@ -185,8 +177,8 @@ func TestApplyGolden(t *testing.T) {
 func TestApplyGoldenOnlyAddsLines(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"crlf", "allow-missing", "new-rule", "compact", "bare-rule"} {
-		in := readBytes(t, filepath.Join("testdata/apply", name+".in.yaml"))
-		want := readBytes(t, filepath.Join("testdata/apply", name+".want.yaml"))
+		in := configtest.ReadFile(t, filepath.Join("testdata/apply", name+".in.yaml"))
+		want := configtest.ReadFile(t, filepath.Join("testdata/apply", name+".want.yaml"))
 		inLines := strings.SplitAfter(string(in), "\n")
 		rest := inLines
 		for _, l := range strings.SplitAfter(string(want), "\n") {
@@ -267,8 +259,8 @@ func TestApplyKeepsMode(t *testing.T) {
 			if got := info.Mode().Perm(); got != mode {
 				t.Errorf("mode after apply = %v, want %v", got, mode)
 			}
-			if !strings.Contains(string(readBytes(t, cfg)), "flags: [\"--atomic\"]") {
-				t.Errorf("the flag was not written:\n%s", readBytes(t, cfg))
+			if !strings.Contains(string(configtest.ReadFile(t, cfg)), "flags: [\"--atomic\"]") {
+				t.Errorf("the flag was not written:\n%s", configtest.ReadFile(t, cfg))
 			}
 		})
 	}
@@ -297,8 +289,8 @@ func TestApplyWritesThroughSymlink(t *testing.T) {
 	if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the symlink was replaced: %v %v", info.Mode(), err)
 	}
-	if !strings.Contains(string(readBytes(t, target)), "flags: [--m, --amend]") {
-		t.Errorf("the target was not written:\n%s", readBytes(t, target))
+	if !strings.Contains(string(configtest.ReadFile(t, target)), "flags: [--m, --amend]") {
+		t.Errorf("the target was not written:\n%s", configtest.ReadFile(t, target))
 	}
 	assertNoTemp(t, dir)
 	assertNoTemp(t, filepath.Join(dir, "dotfiles"))
@@ -310,7 +302,7 @@ func TestPreviewApply(t *testing.T) {
 	t.Parallel()
 	dir := applyFixture(t)
 	cfg := writeConfig(t, dir, "config.yaml", refusalConfig, 0o600)
-	before := readBytes(t, cfg)
+	before := configtest.ReadFile(t, cfg)
 	zero := 0
 	cases := []struct {
 		sub, flags []string
@@ -345,7 +337,7 @@ func TestPreviewApply(t *testing.T) {
 			t.Errorf("PreviewApply(%v %v) rule = %+v, want %+v", tc.sub, tc.flags, rule, tc.rule)
 		}
 	}
-	if !bytes.Equal(readBytes(t, cfg), before) {
+	if !bytes.Equal(configtest.ReadFile(t, cfg), before) {
 		t.Error("PreviewApply wrote the config")
 	}
 }
@@ -375,7 +367,7 @@ func TestApplyConcurrentAppliersKeepEveryEdit(t *testing.T) {
 	for err := range errs {
 		t.Errorf("concurrent apply: %v", err)
 	}
-	c, err := Parse(cfg, readBytes(t, cfg), applyOptions(dir))
+	c, err := Parse(cfg, configtest.ReadFile(t, cfg), applyOptions(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +393,7 @@ func TestApplyQuotesTokensYAMLWouldConvert(t *testing.T) {
 	if _, err := ApplyRequest(cfg, "git", []string{"true", "1", "null", "ok"}, []string{"-1"}, applyOptions(dir)); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(readBytes(t, cfg)); !strings.Contains(got, `- subcommand: ["true", "1", "null", ok]`+"\n        flags: [\"-1\"]\n") {
+	if got := string(configtest.ReadFile(t, cfg)); !strings.Contains(got, `- subcommand: ["true", "1", "null", ok]`+"\n        flags: [\"-1\"]\n") {
 		t.Errorf("tokens not quoted as needed:\n%s", got)
 	}
 }
@@ -467,7 +459,7 @@ func TestApplyLayouts(t *testing.T) {
 			if _, err := ApplyRequest(cfg, "git", tc.sub, tc.flags, applyOptions(dir)); err != nil {
 				t.Fatal(err)
 			}
-			got := strings.ReplaceAll(string(readBytes(t, cfg)), dir, "$DIR")
+			got := strings.ReplaceAll(string(configtest.ReadFile(t, cfg)), dir, "$DIR")
 			if got != tc.want {
 				t.Errorf("got (-) / want (+):\n%s", lineDiff(got, tc.want))
 			}

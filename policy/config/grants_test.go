@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // rulesOf summarises a policy's rules for comparison: name, flags, and the
@@ -50,9 +51,9 @@ func TestOverlayMergesAsApplyRequestDoes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := applyFixture(t)
-			in := readBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml"))
+			in := configtest.ReadFile(t, filepath.Join("testdata/apply", tc.name+".in.yaml"))
 			cfg := writeConfig(t, dir, "config.yaml", string(in), 0o600)
-			want := writeConfig(t, dir, "want.yaml", string(readBytes(t, filepath.Join("testdata/apply", tc.name+".want.yaml"))), 0o600)
+			want := writeConfig(t, dir, "want.yaml", string(configtest.ReadFile(t, filepath.Join("testdata/apply", tc.name+".want.yaml"))), 0o600)
 			wantRules := rulesOf(loadFor(t, want, dir).Policy)
 
 			var grants []GrantSpec
@@ -84,7 +85,7 @@ func TestOverlayMergesAsApplyRequestDoes(t *testing.T) {
 			if got := rulesOf(l.Policy); !slices.Equal(got, before) {
 				t.Errorf("the overlay changed the loaded policy")
 			}
-			if !bytes.Equal(readBytes(t, cfg), []byte(strings.ReplaceAll(string(in), "$DIR", dir))) {
+			if !bytes.Equal(configtest.ReadFile(t, cfg), []byte(strings.ReplaceAll(string(in), "$DIR", dir))) {
 				t.Errorf("the overlay wrote the config")
 			}
 		})
@@ -214,7 +215,7 @@ tools:
 	if h1 == h0 {
 		t.Errorf("an env file change kept the policy hash")
 	}
-	writeConfig(t, dir, "config.yaml", strings.ReplaceAll(string(readBytes(t, cfg)), "8717", "8718"), 0o600)
+	writeConfig(t, dir, "config.yaml", strings.ReplaceAll(string(configtest.ReadFile(t, cfg)), "8717", "8718"), 0o600)
 	if h := loadFor(t, cfg, dir).PolicyHash(); h == h1 {
 		t.Errorf("a config change kept the policy hash")
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/jsonl"
 	"github.com/wraptool/wraptool/policy/jsonl/jsonltest"
 )
@@ -78,7 +79,7 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 			path := logPath(t)
 			l := Open(path)
 			held := logSubmit(t, l, Request{Tool: "held", Subcommand: []string{}, Rationale: "why"}).ID
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			release := jsonltest.HoldLock(t, path)
 			if tc.busy {
 				busy := make(chan struct{})
@@ -101,7 +102,7 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 			if took > 1500*time.Millisecond {
 				t.Errorf("the call returned after %v, want soon after the context ended (200 ms)", took)
 			}
-			if after := readFile(t, path); !bytes.Equal(after, before) {
+			if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 				t.Errorf("the log changed while another writer held the lock:\n got %q\nwant %q", after, before)
 			}
 		})
@@ -169,7 +170,7 @@ func TestWritersGiveUpOnALockHeldTooLong(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "requests.jsonl")
 			l := Open(path)
 			held := logSubmit(t, l, Request{Tool: "held", Subcommand: []string{}, Rationale: "why"}).ID
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			release := jsonltest.HoldLock(t, path)
 			took, err := callWithin(t, 3*jsonl.LockTimeout, release, func() error { return tc.call(l, held) })
 			if !errors.Is(err, jsonl.ErrLockTimeout) {
@@ -182,7 +183,7 @@ func TestWritersGiveUpOnALockHeldTooLong(t *testing.T) {
 			if took < jsonl.LockTimeout {
 				t.Errorf("gave up after %v, want no sooner than %v", took, jsonl.LockTimeout)
 			}
-			if after := readFile(t, path); !bytes.Equal(after, before) {
+			if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 				t.Errorf("the log changed while another writer held the lock:\n got %q\nwant %q", after, before)
 			}
 			release()

@@ -51,3 +51,13 @@ func WriteAndRename(path, content string) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// ReadFile is path's content, failing t when it cannot be read.
+func ReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
