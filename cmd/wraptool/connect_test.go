@@ -151,7 +151,7 @@ func mkdir(t *testing.T, path string, mode os.FileMode) {
 func connectConfig(t *testing.T, dir, listen string, extra string) string {
 	t.Helper()
 	path := filepath.Join(dir, "config.yaml")
-	writeConfig(t, path, fmt.Sprintf("mcp:\n  listen: %s\n  auth_token_file: %s\n  request_log: %s\n%s",
+	configtest.ReplaceFile(t, path, fmt.Sprintf("mcp:\n  listen: %s\n  auth_token_file: %s\n  request_log: %s\n%s",
 		listen, filepath.Join(dir, "mcp-token"), filepath.Join(dir, "requests.jsonl"), extra))
 	configtest.WriteFile(t, filepath.Join(dir, "mcp-token"), "token-of-the-test\n", 0o600)
 	return path
@@ -262,7 +262,7 @@ func TestConnectInProcess(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call fake_status = %+v, %v; want a run", res, err)
 	}
-	writeConfig(t, p.config, serveConfig(p.dir, "status", "push"))
+	configtest.ReplaceFile(t, p.config, serveConfig(p.dir, "status", "push"))
 	select {
 	case <-changed:
 	case <-time.After(bound):

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // requireLandlock skips a test on a kernel without Landlock, except in CI,
@@ -494,7 +496,7 @@ func TestSandboxRuleNeverFollowsATemporaryFileOverAProtectedOne(t *testing.T) {
 		// A call already running when the write completes.
 		done <- j.sh(t, "touch "+ready+"; i=0; while [ ! -e "+goOn+" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; cat "+j.token)
 	}()
-	waitFor(t, ready)
+	waittest.File(t, 10*time.Second, ready)
 	if err := os.Rename(tmp, j.token); err != nil {
 		t.Fatal(err)
 	}
@@ -526,21 +528,6 @@ func TestShadowed(t *testing.T) {
 		if got := shadowed(tt.name, []string{"config.yaml", "grants.key"}); got != tt.want {
 			t.Errorf("shadowed(%q) = %v, want %v", tt.name, got, tt.want)
 		}
-	}
-}
-
-// waitFor waits, bounded, until path exists.
-func waitFor(t *testing.T, path string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear within 10s", path)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
