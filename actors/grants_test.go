@@ -11,6 +11,7 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -141,7 +142,7 @@ func TestGrantsFollowTheLog(t *testing.T) {
 			t.Fatalf("after the use: %+v", m)
 		}
 		// A restored backup from before the use: the grant stays used.
-		writeFile(t, path, string(before))
+		configtest.WriteFile(t, path, string(before), 0o600)
 		ring(bell)
 		synctest.Wait()
 		select {

@@ -3,9 +3,9 @@ package actors
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset"
 )
 
@@ -154,17 +156,12 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 // for states nothing signals (a doorbell emptied by its receiver).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	timeout := time.NewTimer(wait)
-	defer timeout.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-timeout.C:
-			t.Fatalf("%s: not within %v", what, wait)
+	waittest.Until(t, wait, func() error {
+		if cond() {
+			return nil
 		}
-	}
+		return errors.New(what)
+	})
 }
 
 // rang reports whether d holds a ring, taking it.
@@ -258,11 +255,8 @@ func newConfigFixture(t *testing.T) *configFixture {
 		token: filepath.Join(dir, "mcp-token"),
 		opts:  &config.Options{Home: dir, Getenv: func(string) string { return "" }},
 	}
-	writeFile(t, f.token, "first-token\n")
-	writeFile(t, f.tool(), "#!/bin/sh\n")
-	if err := os.Chmod(f.tool(), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	configtest.WriteFile(t, f.token, "first-token\n", 0o600)
+	configtest.WriteFile(t, f.tool(), "#!/bin/sh\n", 0o700)
 	f.writeConfig(t, "info", "--short")
 	return f
 }
@@ -273,7 +267,7 @@ func (f *configFixture) tool() string { return filepath.Join(f.dir, "fake-tool")
 // writeConfig writes a valid config with the given log level and flags.
 func (f *configFixture) writeConfig(t *testing.T, level, flags string) {
 	t.Helper()
-	writeFile(t, f.path, f.config(t, level, flags))
+	configtest.WriteFile(t, f.path, f.config(t, level, flags), 0o600)
 }
 
 func (f *configFixture) config(t *testing.T, level, flags string) string {
@@ -289,24 +283,6 @@ func (f *configFixture) load(t *testing.T) *config.Loaded {
 		t.Fatalf("config.LoadFile(%s): %v", f.path, err)
 	}
 	return l
-}
-
-func writeFile(t *testing.T, path, body string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// replaceFile writes path by renaming a new file over it, so a concurrent
-// reader sees either the old bytes or the new ones, never a partial file.
-func replaceFile(t *testing.T, path, body string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	writeFile(t, tmp, body)
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Current is the snapshot h published last: what its tests look at.

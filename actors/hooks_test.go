@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
@@ -233,7 +234,7 @@ func TestHooks(t *testing.T) {
 		rig.filed <- hookRequest(t, "req_0000000a", "hang")
 		got := waitHookRecords(t, rec, 1)
 		rig.sink.waitFor(t, "level=WARN", "on_request hook failed", "id=req_0000000a", `error="killed after 200ms"`)
-		toolsettest.WaitDead(t, got[0].pid)
+		waittest.Gone(t, wait, got[0].pid)
 	})
 
 	t.Run("a failing hook is logged with its exit status and stderr", func(t *testing.T) {

@@ -153,18 +153,10 @@ type HubOptions struct {
 
 // NewHub serves server as o says. It binds nothing until Listen.
 func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
-	if o.Grace <= 0 {
-		o.Grace = ShutdownGrace
-	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = BodyTimeout
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = IdleTimeout
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = MaxConns
-	}
+	o.Grace = orDefault(o.Grace, ShutdownGrace)
+	o.BodyTimeout = orDefault(o.BodyTimeout, BodyTimeout)
+	o.IdleTimeout = orDefault(o.IdleTimeout, IdleTimeout)
+	o.MaxConns = orDefault(o.MaxConns, MaxConns)
 	runs, cancelRuns := context.WithCancel(context.Background())
 	var killOnce sync.Once
 	abort := func() {
@@ -187,6 +179,16 @@ func NewHub(server *mcp.Server, o HubOptions, log *slog.Logger) *Hub {
 	server.AddReceivingMiddleware(h.track)
 	server.AddSendingMiddleware(h.undelivered.middleware)
 	return h
+}
+
+// orDefault is v, or def where v is zero or negative: an option that
+// bounds or times something means its default unless it is set, and a
+// negative bound would be no bound at all.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // track counts requests while their handlers run. Notifications are not

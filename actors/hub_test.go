@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 	"github.com/wraptool/wraptool/webui/httpguard"
 )
@@ -582,7 +584,7 @@ func TestHubUnixSocketAlreadyThere(t *testing.T) {
 	t.Run("a file that is not a socket is refused and left alone", func(t *testing.T) {
 		t.Parallel()
 		path := socketPath(t)
-		writeFile(t, path, "keep me\n")
+		configtest.WriteFile(t, path, "keep me\n", 0o600)
 		log, _ := newTestLogger()
 		hub := NewHub(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "v0"}, nil),
 			HubOptions{Transport: "unix", Listen: path}, log)
@@ -1896,5 +1898,30 @@ func isClosed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+func TestOrDefaultKeepsOnlyAPositiveValue(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		v, def time.Duration
+		want   time.Duration
+	}{
+		{"a zero value takes the default", 0, time.Second, time.Second},
+		{"a negative value takes the default", -time.Nanosecond, time.Second, time.Second},
+		{"the most negative value takes the default", math.MinInt64, time.Second, time.Second},
+		{"a positive value is kept", time.Millisecond, time.Second, time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := orDefault(tc.v, tc.def); got != tc.want {
+				t.Errorf("orDefault(%v, %v) = %v, want %v", tc.v, tc.def, got, tc.want)
+			}
+			if got := orDefault(int(tc.v), int(tc.def)); got != int(tc.want) {
+				t.Errorf("orDefault(%d, %d) = %d, want %d", tc.v, tc.def, got, tc.want)
+			}
+		})
 	}
 }

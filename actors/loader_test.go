@@ -11,6 +11,7 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // invalidConfig fails validation: an unknown key.
@@ -196,7 +197,7 @@ func TestLoaderSendsChangedFiles(t *testing.T) {
 		},
 		{
 			name:   "changing only the token file's content changes the hash",
-			change: func(t *testing.T, h *loaderHarness) { writeFile(t, h.token, "second-token\n") },
+			change: func(t *testing.T, h *loaderHarness) { configtest.WriteFile(t, h.token, "second-token\n", 0o600) },
 			check: func(t *testing.T, l *config.Loaded) {
 				if l.MCPToken != "second-token" {
 					t.Errorf("MCPToken = %q, want %q", l.MCPToken, "second-token")
@@ -233,14 +234,14 @@ func TestLoaderRejectsAnInvalidConfig(t *testing.T) {
 	}{
 		{
 			name:         "an invalid config",
-			spoil:        func(t *testing.T, h *loaderHarness) { writeFile(t, h.path, invalidConfig) },
+			spoil:        func(t *testing.T, h *loaderHarness) { configtest.WriteFile(t, h.path, invalidConfig, 0o600) },
 			mend:         func(t *testing.T, h *loaderHarness) { h.writeConfig(t, "info", "--short") },
 			wantInReason: "listn",
 		},
 		{
 			name:         "an empty token file",
-			spoil:        func(t *testing.T, h *loaderHarness) { writeFile(t, h.token, "\n") },
-			mend:         func(t *testing.T, h *loaderHarness) { writeFile(t, h.token, "first-token\n") },
+			spoil:        func(t *testing.T, h *loaderHarness) { configtest.WriteFile(t, h.token, "\n", 0o600) },
+			mend:         func(t *testing.T, h *loaderHarness) { configtest.WriteFile(t, h.token, "first-token\n", 0o600) },
 			wantInReason: "auth_token_file",
 		},
 	}
@@ -279,7 +280,7 @@ func TestLoaderRejectsAnInvalidConfig(t *testing.T) {
 func TestLoaderLoadsAConfigFixedAfterARejection(t *testing.T) {
 	t.Parallel()
 	h := startLoader(t)
-	writeFile(t, h.path, invalidConfig)
+	configtest.WriteFile(t, h.path, invalidConfig, 0o600)
 	ring(h.fileChanged)
 	h.rejected(t, 1)
 
@@ -291,7 +292,7 @@ func TestLoaderLoadsAConfigFixedAfterARejection(t *testing.T) {
 	}
 
 	// The same broken bytes are rejected again.
-	writeFile(t, h.path, invalidConfig)
+	configtest.WriteFile(t, h.path, invalidConfig, 0o600)
 	ring(h.fileChanged)
 	h.rejected(t, 2)
 }
@@ -304,15 +305,15 @@ func TestLoaderReportsABreakAfterARevert(t *testing.T) {
 	t.Parallel()
 	h := startLoader(t)
 	good := h.config(t, "info", "--short")
-	writeFile(t, h.path, invalidConfig)
+	configtest.WriteFile(t, h.path, invalidConfig, 0o600)
 	ring(h.fileChanged)
 	h.rejected(t, 1)
 
-	writeFile(t, h.path, good)
+	configtest.WriteFile(t, h.path, good, 0o600)
 	ring(h.fileChanged)
 	h.skipped(t, 1)
 
-	writeFile(t, h.path, invalidConfig)
+	configtest.WriteFile(t, h.path, invalidConfig, 0o600)
 	ring(h.fileChanged)
 	h.rejected(t, 2)
 	if got := len(h.sink.lines("reload skipped")); got != 1 {
@@ -326,7 +327,7 @@ func TestLoaderReportsABreakAfterARevert(t *testing.T) {
 func TestLoaderReportsANewTokenFileProblem(t *testing.T) {
 	t.Parallel()
 	h := startLoader(t)
-	writeFile(t, h.token, "\n")
+	configtest.WriteFile(t, h.token, "\n", 0o600)
 	ring(h.fileChanged)
 	h.rejected(t, 1)
 	if err := os.Remove(h.token); err != nil {
@@ -350,7 +351,7 @@ func TestLoaderKeepsTheTokenOfAnExposedListener(t *testing.T) {
 	t.Run("a config without a token is refused behind an exposed listener", func(t *testing.T) {
 		t.Parallel()
 		h := newLoader(t, loaderSetup{needToken: "0.0.0.0:8717"}).start(t)
-		writeFile(t, h.path, noToken(t, h))
+		configtest.WriteFile(t, h.path, noToken(t, h), 0o600)
 		ring(h.fileChanged)
 		h.rejected(t, 1)
 		if !strings.Contains(h.sink.String(), "cannot remove its token") {
@@ -363,7 +364,7 @@ func TestLoaderKeepsTheTokenOfAnExposedListener(t *testing.T) {
 	t.Run("the same config is loaded behind a loopback listener", func(t *testing.T) {
 		t.Parallel()
 		h := startLoader(t)
-		writeFile(t, h.path, noToken(t, h))
+		configtest.WriteFile(t, h.path, noToken(t, h), 0o600)
 		ring(h.fileChanged)
 		if l := h.loaded(t, "file"); l.MCPToken != "" {
 			t.Errorf("MCPToken = %q, want none", l.MCPToken)

@@ -12,6 +12,7 @@ import (
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset"
 )
 
@@ -67,7 +68,7 @@ func (hh *holderHarness) setLevels() []string {
 // loadYAML writes body as the config and loads it.
 func (hh *holderHarness) loadYAML(t *testing.T, body, cause string) messages.ConfigLoaded {
 	t.Helper()
-	writeFile(t, hh.path, body)
+	configtest.WriteFile(t, hh.path, body, 0o600)
 	return messages.ConfigLoaded{Loaded: hh.load(t), Cause: cause}
 }
 

@@ -13,7 +13,9 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
+	"github.com/wraptool/wraptool/policy/requests/requeststest"
 )
 
 var requestTime = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -72,15 +74,6 @@ func submit(t *testing.T, w *testRequestLog, r requests.Request) (requests.Submi
 	return s, err
 }
 
-func readLog(t *testing.T, path string) []*requests.Record {
-	t.Helper()
-	recs, _, err := requests.Read(path)
-	if err != nil {
-		t.Fatalf("requests.Read: %v", err)
-	}
-	return recs
-}
-
 func TestRequestLogSubmitRecordsARequest(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "data", "requests.jsonl")
@@ -94,7 +87,7 @@ func TestRequestLogSubmitRecordsARequest(t *testing.T) {
 	if s.ID == "" || s.Existing {
 		t.Errorf("Submit = %+v, want a new id with Existing false", s)
 	}
-	recs := readLog(t, path)
+	recs := requeststest.Records(t, path)
 	if len(recs) != 1 {
 		t.Fatalf("log holds %d records, want 1", len(recs))
 	}
@@ -171,7 +164,7 @@ func TestRequestLogSubmitRecognisesDuplicates(t *testing.T) {
 			if tt.wantExisting {
 				wantRecords = 1
 			}
-			if got := len(readLog(t, path)); got != wantRecords {
+			if got := len(requeststest.Records(t, path)); got != wantRecords {
 				t.Errorf("log holds %d records, want %d", got, wantRecords)
 			}
 		})
@@ -238,7 +231,7 @@ func TestRequestLogSubmitDuringStopNeverHangs(t *testing.T) {
 	}
 	// Every answered Submit is in the log.
 	pending := 0
-	for _, r := range readLog(t, path) {
+	for _, r := range requeststest.Records(t, path) {
 		if r.Status == requests.StatusPending {
 			pending++
 		}
@@ -262,7 +255,7 @@ func TestRequestLogSubmitHonoursItsContext(t *testing.T) {
 func TestRequestLogWarnsAboutABadLineOnce(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "requests.jsonl")
-	writeFile(t, path, "this is not JSON\n")
+	configtest.WriteFile(t, path, "this is not JSON\n", 0o600)
 	w, sink := newRequestLogAt(pathSnapshots(path))
 	start(t, w)
 	for i, sub := range []string{"push", "fetch", "pull"} {
@@ -310,7 +303,7 @@ func TestRequestLogReadsThePathOfTheSnapshotInServiceForEveryRequest(t *testing.
 	if s.Existing {
 		t.Error("a request to the new file was a duplicate of one in the old file")
 	}
-	if a, b := len(readLog(t, first)), len(readLog(t, second)); a != 1 || b != 1 {
+	if a, b := len(requeststest.Records(t, first)), len(requeststest.Records(t, second)); a != 1 || b != 1 {
 		t.Errorf("records in the old and new files = %d and %d, want 1 and 1", a, b)
 	}
 }
@@ -321,7 +314,7 @@ func TestRequestLogReadsThePathOfTheSnapshotInServiceForEveryRequest(t *testing.
 func lockElsewhere(t *testing.T, path string) (unlock func()) {
 	t.Helper()
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		writeFile(t, path, "")
+		configtest.WriteFile(t, path, "", 0o600)
 	}
 	holder, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -385,7 +378,7 @@ func TestRequestLogStopsWhileAnotherProcessHoldsTheLock(t *testing.T) {
 		t.Errorf("Run returned %v after its ctx was cancelled while the lock was held, want within %v", elapsed, prompt)
 	}
 	wantLockWaitError(t, submitted)
-	if got := readLog(t, path); len(got) != 0 {
+	if got := requeststest.Records(t, path); len(got) != 0 {
 		t.Errorf("log holds %d records, want none while the lock was held", len(got))
 	}
 
@@ -396,7 +389,7 @@ func TestRequestLogStopsWhileAnotherProcessHoldsTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Submit once the lock is released: %v", err)
 	}
-	if recs := readLog(t, path); len(recs) != 1 || recs[0].ID != s.ID {
+	if recs := requeststest.Records(t, path); len(recs) != 1 || recs[0].ID != s.ID {
 		t.Errorf("log holds %+v, want one record with id %s", recs, s.ID)
 	}
 }
@@ -438,7 +431,7 @@ func TestRequestLogStillAppendsAfterStopWaitingWhenTheLockIsFree(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Submit with the lock free after StopWaiting: %v, want it recorded", err)
 	}
-	if recs := readLog(t, path); len(recs) != 1 || recs[0].ID != s.ID {
+	if recs := requeststest.Records(t, path); len(recs) != 1 || recs[0].ID != s.ID {
 		t.Errorf("log holds %+v, want one record with id %s", recs, s.ID)
 	}
 }

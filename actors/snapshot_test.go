@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset"
 )
 
@@ -18,11 +19,11 @@ func TestNewSnapshot(t *testing.T) {
 	f := newConfigFixture(t)
 	envFile := filepath.Join(f.dir, "fake.env")
 	overrides := filepath.Join(f.dir, "overrides.yaml")
-	writeFile(t, envFile, "FROM_ENV_FILE=yes\n")
-	writeFile(t, overrides, "{}\n")
+	configtest.WriteFile(t, envFile, "FROM_ENV_FILE=yes\n", 0o600)
+	configtest.WriteFile(t, overrides, "{}\n", 0o600)
 	body := strings.Replace(f.config(t, "info", "--short"), "    allow:\n",
 		"    env_files: [fake.env]\n    introspection:\n      overrides_file: overrides.yaml\n    allow:\n", 1)
-	writeFile(t, f.path, body)
+	configtest.WriteFile(t, f.path, body, 0o600)
 	l := f.load(t)
 	getenv := func(k string) string {
 		return map[string]string{"HOME": "/home/operator", "PATH": "/usr/bin:/bin"}[k]

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,8 +16,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 	"github.com/wraptool/wraptool/toolset/upstream"
 )
 
@@ -209,26 +210,6 @@ func envOf(t *testing.T, offer messages.UpstreamTools) upstreamEnv {
 	return e
 }
 
-// gone reports whether pid has exited: it no longer exists, or it is a
-// zombie nobody has reaped yet.
-func gone(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 || i+2 >= len(data) {
-		return false
-	}
-	state := data[i+2]
-	return state == 'Z' || state == 'X'
-}
-
-func waitGone(t *testing.T, what string, pid int) {
-	t.Helper()
-	waitUntil(t, fmt.Sprintf("%s (pid %d) has exited", what, pid), func() bool { return gone(pid) })
-}
-
 // markedPids returns the pids the fixture marked with prefix ("start",
 // "child", "crash") in the marks file, in order.
 func markedPids(t *testing.T, marks, prefix string) []int {
@@ -387,7 +368,7 @@ func TestUpstreamsRefuseAProgramOthersCouldReplace(t *testing.T) {
 			}
 			send(t, first, "crash", "{}", nil, nil)
 			wantWithdrawal(t, h.next(t), "up", first.Generation)
-			waitGone(t, "the crashed upstream", pid)
+			waittest.Gone(t, wait, pid)
 			want := append([]string{"upstream server failed", "server=up"}, tt.wantLog...)
 			want = append(want, "chmod go-w "+open, "restart_in=")
 			h.sink.waitFor(t, want...)
@@ -473,7 +454,7 @@ func TestUpstreamsRestartAFailedUpstream(t *testing.T) {
 			if !raced && (err != nil || !strings.Contains(text, "stopped while handling the call")) {
 				t.Errorf("the %s call ended with %q, %v; want it told the upstream stopped while handling it", tt.tool, text, err)
 			}
-			waitGone(t, "the failed upstream", before)
+			waittest.Gone(t, wait, before)
 
 			again := h.next(t)
 			wantOffer(t, again, "up")
@@ -675,7 +656,7 @@ func TestUpstreamsReconcile(t *testing.T) {
 	default:
 		t.Errorf("the old upstream client's Gone is open after its withdrawal")
 	}
-	waitGone(t, "a's old upstream", pidA)
+	waittest.Gone(t, wait, pidA)
 	newA := h.next(t)
 	wantOffer(t, newA, "a")
 	if newA.Generation <= offers["a"].Generation || newA.Generation <= offers["b"].Generation {
@@ -694,7 +675,7 @@ func TestUpstreamsReconcile(t *testing.T) {
 	default:
 		t.Errorf("b's Gone is open after its withdrawal")
 	}
-	waitGone(t, "b's upstream", pidB)
+	waittest.Gone(t, wait, pidB)
 	h.sink.waitFor(t, "stopping upstream server", "server=b", `because="removed from the config"`)
 
 	// c is added: it starts, with the highest generation yet.
@@ -735,7 +716,7 @@ func TestUpstreamsStopAllKillsTheProcessGroups(t *testing.T) {
 		pids = append(pids, leader[0], child[0])
 	}
 	for _, pid := range pids {
-		if gone(pid) {
+		if !toolsettest.Alive(pid) {
 			t.Fatalf("pid %d is gone before the stop", pid)
 		}
 	}
@@ -743,7 +724,7 @@ func TestUpstreamsStopAllKillsTheProcessGroups(t *testing.T) {
 		t.Errorf("Run = %v, want nil", err)
 	}
 	for _, pid := range pids {
-		waitGone(t, "an upstream or its child", pid)
+		waittest.Gone(t, wait, pid)
 	}
 	h.none(t)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // watchRetry is the watchers' Retry in these tests.
@@ -46,7 +47,7 @@ func startWatcher(t *testing.T) *watchFixture {
 		marker: t.TempDir(),
 	}
 	for _, p := range []string{f.config, f.token, f.other} {
-		writeFile(t, p, "initial\n")
+		configtest.WriteFile(t, p, "initial\n", 0o600)
 	}
 	f.run(t, f.watching(f.config, f.token))
 	f.snaps.waitCalls(t, 1) // the first sync has begun
@@ -126,19 +127,19 @@ func TestWatcherRingsForTheFilesTheSnapshotNames(t *testing.T) {
 	}{
 		{
 			name:   "writing the config rings",
-			change: func(t *testing.T, f *watchFixture) { writeFile(t, f.config, "changed\n") },
+			change: func(t *testing.T, f *watchFixture) { configtest.WriteFile(t, f.config, "changed\n", 0o600) },
 			rings:  true,
 		},
 		{
 			name: "renaming a new file over the config rings",
 			change: func(t *testing.T, f *watchFixture) {
-				replaceFile(t, f.config, "changed\n")
+				configtest.ReplaceFile(t, f.config, "changed\n")
 			},
 			rings: true,
 		},
 		{
 			name:   "writing the token file rings",
-			change: func(t *testing.T, f *watchFixture) { writeFile(t, f.token, "rotated\n") },
+			change: func(t *testing.T, f *watchFixture) { configtest.WriteFile(t, f.token, "rotated\n", 0o600) },
 			rings:  true,
 		},
 		{
@@ -152,13 +153,15 @@ func TestWatcherRingsForTheFilesTheSnapshotNames(t *testing.T) {
 		},
 		{
 			name:   "writing an unrelated file in the same folder does not ring",
-			change: func(t *testing.T, f *watchFixture) { writeFile(t, f.other, "changed\n") },
+			change: func(t *testing.T, f *watchFixture) { configtest.WriteFile(t, f.other, "changed\n", 0o600) },
 			rings:  false,
 		},
 		{
-			name:   "creating a new file in the same folder does not ring",
-			change: func(t *testing.T, f *watchFixture) { writeFile(t, filepath.Join(f.dir, "new.yaml"), "x\n") },
-			rings:  false,
+			name: "creating a new file in the same folder does not ring",
+			change: func(t *testing.T, f *watchFixture) {
+				configtest.WriteFile(t, filepath.Join(f.dir, "new.yaml"), "x\n", 0o600)
+			},
+			rings: false,
 		},
 		{
 			name: "renaming an unrelated file in the same folder does not ring",
@@ -201,7 +204,7 @@ func TestWatcherFollowsTheWatchSet(t *testing.T) {
 	elsewhere := t.TempDir()
 	newConfig := filepath.Join(elsewhere, "config.yaml")
 	write := func(path string) func(t *testing.T) {
-		return func(t *testing.T) { writeFile(t, path, "changed\n") }
+		return func(t *testing.T) { configtest.WriteFile(t, path, "changed\n", 0o600) }
 	}
 	steps := []struct {
 		name string
@@ -309,7 +312,7 @@ func TestWatcherWatchesAFolderOnceItIsThere(t *testing.T) {
 			if got := drain(f.events); got < 1 {
 				t.Errorf("FileEvents rang %d times while the folder was away and came back, want at least 1 (its files may have changed)", got)
 			}
-			writeFile(t, cfg, "in the folder that came back\n")
+			configtest.WriteFile(t, cfg, "in the folder that came back\n", 0o600)
 			receive(t, f.events, "FileEvents ring for the config in the folder that came back")
 
 			warns := f.sink.lines("level=WARN", "cannot watch folder yet", "dir="+dir)

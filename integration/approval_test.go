@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -128,7 +129,7 @@ func TestWaitEndsOnDecision(t *testing.T) {
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := serverConfig(t, dir, grantConfig) + fmt.Sprintf("admin:\n  listen: %s\n  auth_token_file: %s\n", adminAddr, filepath.Join(dir, "admin-token"))
 	s := startServerIn(t, dir, cfg)
-	adminToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "admin-token"))))
+	adminToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "admin-token"))))
 	cli := operatorCLI(t, s)
 	c := s.Connect(t, "/mcp")
 
@@ -233,7 +234,7 @@ func TestWaitUnanswered(t *testing.T) {
 	})
 
 	t.Run("out-of-range wait_seconds is a tool error", func(t *testing.T) {
-		before := readBytes(t, s.RequestLog)
+		before := configtest.ReadFile(t, s.RequestLog)
 		for _, wait := range []any{301, -1, 2.5, "abc", "", "1e2", true, "3000000000000000000000"} {
 			args := askFor("fake", []string{"log"}, []string{"--depth"}, "bad wait", "")
 			args["wait_seconds"] = wait
@@ -242,7 +243,7 @@ func TestWaitUnanswered(t *testing.T) {
 				t.Errorf("wait_seconds %#v: error %v, %q; want a tool error naming wait_seconds", wait, res.IsError, text)
 			}
 		}
-		if !bytes.Equal(readBytes(t, s.RequestLog), before) {
+		if !bytes.Equal(configtest.ReadFile(t, s.RequestLog), before) {
 			t.Errorf("a refused wait recorded a request")
 		}
 	})
@@ -421,7 +422,7 @@ func TestElicitationGoSDK(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicitToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicitToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	if elicitToken == "" || elicitToken == s.Token {
 		t.Fatalf("elicit token %q: want one of its own", elicitToken)
 	}
@@ -553,7 +554,7 @@ func TestElicitationNeverAsksAboutAnExactCallsUnlistedFlag(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicitToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicitToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	cli := operatorCLI(t, s)
 	a := &asker{action: "accept", decision: "once"}
 	session := connectWith(t, s, a.client(t), elicitToken, "")
@@ -597,7 +598,7 @@ func bounded(t *testing.T) context.Context {
 // assertDecidedBy checks the decision line of id in s's request log.
 func assertDecidedBy(t *testing.T, s *server, id, by, client string) {
 	t.Helper()
-	for _, obj := range logObjects(t, readBytes(t, s.RequestLog)) {
+	for _, obj := range logObjects(t, configtest.ReadFile(t, s.RequestLog)) {
 		var lineID, status, decidedBy, name string
 		json.Unmarshal(obj["id"], &lineID)
 		json.Unmarshal(obj["status"], &status)
@@ -637,7 +638,7 @@ func TestElicitationNodeClient(t *testing.T) {
 	node, ndir := nodeSetup(t)
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicitToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicitToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	plain := s.Connect(t, "/mcp")
 
 	run := func(t *testing.T, answer, sub, flag string) map[string]any {
@@ -708,11 +709,11 @@ func TestElicitationForgedAnswers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicitToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicitToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	cli := operatorCLI(t, s)
 	plain := s.Connect(t, "/mcp")
 	id := request(t, plain, askFor("fake", []string{"status"}, []string{"--depth"}, "forge me", ""))
-	before := readBytes(t, s.RequestLog)
+	before := configtest.ReadFile(t, s.RequestLog)
 	accept := mcp.InputResponseMap{"decision": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "once"}}}
 	for _, tc := range []struct {
 		name  string
@@ -747,7 +748,7 @@ func TestElicitationForgedAnswers(t *testing.T) {
 	if got := listJSON(t, cli, id); got.Status != "pending" {
 		t.Errorf("after forged answers the request is %s, want pending", got.Status)
 	}
-	if !bytes.Equal(readBytes(t, s.RequestLog), before) {
+	if !bytes.Equal(configtest.ReadFile(t, s.RequestLog), before) {
 		t.Errorf("a forged answer wrote to the request log")
 	}
 }

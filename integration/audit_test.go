@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -213,7 +214,7 @@ func TestAuditLog(t *testing.T) {
 	})
 
 	t.Run("a reload writes old and new hashes and the change", func(t *testing.T) {
-		cfg := readBytes(t, s.ConfigPath)
+		cfg := configtest.ReadFile(t, s.ConfigPath)
 		edited := bytes.Replace(cfg, []byte(`flags: ["--verbose", "--token", "--name"]`), []byte(`flags: ["--verbose", "--token", "--name", "--quiet"]`), 1)
 		if err := os.WriteFile(s.ConfigPath, edited, 0o600); err != nil {
 			t.Fatal(err)
@@ -233,7 +234,7 @@ func TestAuditLog(t *testing.T) {
 	})
 
 	t.Run("the secret appears nowhere but in the tool's output", func(t *testing.T) {
-		if data := readBytes(t, auditPath); bytes.Contains(data, []byte(secret)) {
+		if data := configtest.ReadFile(t, auditPath); bytes.Contains(data, []byte(secret)) {
 			t.Errorf("the audit log holds the secret:\n%s", data)
 		}
 		if strings.Contains(s.Log(), secret) {
@@ -296,6 +297,6 @@ func TestAuditShutdownGrace(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("the call answered in the grace period has no audit line:\n%s", readBytes(t, filepath.Join(dir, "audit.jsonl")))
+		t.Errorf("the call answered in the grace period has no audit line:\n%s", configtest.ReadFile(t, filepath.Join(dir, "audit.jsonl")))
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -109,7 +110,7 @@ func TestConfinedGitCannotReachTheGate(t *testing.T) {
 	g := newGate(t, true)
 	remote, work := gateRepos(t, g)
 	cfg := g.config(t, "", gitTool(gitBin, ""), "")
-	writeFile(t, g.configPath, []byte(cfg), 0o600)
+	configtest.WriteFile(t, g.configPath, cfg, 0o600)
 	s := g.start(t, "")
 	c := s.Connect(t, "/mcp")
 	before := g.fingerprint(t, gitBin)
@@ -202,7 +203,7 @@ func TestConfinedGitCheckoutRace(t *testing.T) {
 	git(t, work, "add", "x")
 	git(t, work, "commit", "-q", "-m", "x is a link")
 	git(t, work, "checkout", "-q", "-b", "dir", "main")
-	writeFile(t, filepath.Join(work, "x", "config.yaml"), []byte("placeholder\n"), 0o600)
+	configtest.WriteFile(t, filepath.Join(work, "x", "config.yaml"), "placeholder\n", 0o600)
 	git(t, work, "add", "x")
 	git(t, work, "commit", "-q", "-m", "x is a folder")
 	cfg := g.config(t, "", gitTool(gitBin, `      - subcommand: [checkout]
@@ -210,7 +211,7 @@ func TestConfinedGitCheckoutRace(t *testing.T) {
         flag_constraints: {"--force": {type: boolean}}
         arg_constraints: {positional_max: 1, pattern: "dir|link"}
 `), "")
-	writeFile(t, g.configPath, []byte(cfg), 0o600)
+	configtest.WriteFile(t, g.configPath, cfg, 0o600)
 	s := g.start(t, "")
 	checkouts, writes := s.Connect(t, "/mcp"), s.Connect(t, "/mcp")
 	before := g.fingerprint(t, gitBin)
@@ -291,7 +292,7 @@ func cacheEntries(t *testing.T, dir string) []cacheEntryFile {
 			Subcommand []string `json:"subcommand"`
 		}
 		var raw map[string]any
-		data := readBytes(t, name)
+		data := configtest.ReadFile(t, name)
 		if json.Unmarshal(data, &e) != nil || json.Unmarshal(data, &raw) != nil {
 			continue
 		}
@@ -345,7 +346,7 @@ func TestConfinedGitCannotForgeTheCache(t *testing.T) {
       - subcommand: [push]
         arg_constraints: {positional_max: 0}
 `), "")
-	writeFile(t, g.configPath, []byte(cfg), 0o600)
+	configtest.WriteFile(t, g.configPath, cfg, 0o600)
 	s := g.start(t, "")
 	c := s.Connect(t, "/mcp")
 	pwned := filepath.Join(g.work, "pwned")
@@ -356,7 +357,7 @@ func TestConfinedGitCannotForgeTheCache(t *testing.T) {
 		if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, "Policy: subcommand 'config' is denied for 'git'.") {
 			t.Errorf("%s: git -P config alias.x …: isError %v:\n%s", when, res.IsError, text)
 		}
-		if data := readBytes(t, filepath.Join(work, ".git", "config")); strings.Contains(string(data), "alias") {
+		if data := configtest.ReadFile(t, filepath.Join(work, ".git", "config")); strings.Contains(string(data), "alias") {
 			t.Errorf("%s: the alias was written:\n%s", when, data)
 		}
 	}
@@ -404,7 +405,7 @@ func TestConfinedGitCannotForgeTheCache(t *testing.T) {
 		// The operator's CLI cannot tell whether git push lists --rece (it
 		// could be a prefix of --receive-pack): the help is unknown, shown
 		// so, and approving needs --unlisted-ok.
-		writeFile(t, push.path, []byte("{corrupt"), 0o600)
+		configtest.WriteFile(t, push.path, "{corrupt", 0o600)
 		id := request(t, c, askFor("git", []string{"push"}, []string{"--rece"}, "receive-pack, or so", ""))
 		cli := func(args ...string) (string, string, int) {
 			t.Helper()

@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -129,16 +130,6 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
-func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // newGate lays a gate out in a fresh temporary folder; unix makes the
 // server listen on a unix socket (in a short folder of its own), which is
 // then protected too, and spares the harness's TCP health wait.
@@ -187,23 +178,23 @@ func newGate(t *testing.T, unix bool) *gate {
 	for name, path := range map[string]string{"the MCP token": g.mcpToken, "the admin token": g.adminToken, "the elicit_clients token": g.elicitToken} {
 		token := randomHex(t, 32)
 		g.secrets[name] = []byte(token)
-		writeFile(t, path, []byte(token+"\n"), 0o600)
+		configtest.WriteFile(t, path, token+"\n", 0o600)
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
 	g.secrets["the grants key"] = key
-	writeFile(t, g.grantsKey, key, 0o600)
+	configtest.WriteFile(t, g.grantsKey, string(key), 0o600)
 	envMarker := "env-file-marker-" + randomHex(t, 8)
-	writeFile(t, g.envFile, []byte("# "+envMarker+"\nATTACK_FROM_ENV_FILE=1\n"), 0o600)
+	configtest.WriteFile(t, g.envFile, "# "+envMarker+"\nATTACK_FROM_ENV_FILE=1\n", 0o600)
 	g.secrets["the env file"] = []byte(envMarker)
 	overridesMarker := "overrides-marker-" + randomHex(t, 8)
-	writeFile(t, g.overrides, []byte("# "+overridesMarker+"\nsubcommands:\n  run:\n    description: \"Attack the gate\"\n"), 0o600)
+	configtest.WriteFile(t, g.overrides, "# "+overridesMarker+"\nsubcommands:\n  run:\n    description: \"Attack the gate\"\n", 0o600)
 	g.secrets["the overrides file"] = []byte(overridesMarker)
 	auditMarker := "audit-marker-" + randomHex(t, 8)
-	writeFile(t, g.auditOld, []byte(`{"event":"call","note":"`+auditMarker+`"}`+"\n"), 0o600)
+	configtest.WriteFile(t, g.auditOld, `{"event":"call","note":"`+auditMarker+`"}`+"\n", 0o600)
 	g.secrets["the rotated audit log"] = []byte(auditMarker)
-	writeFile(t, g.requestLog, nil, 0o600)
-	writeFile(t, g.auditLog, nil, 0o600)
+	configtest.WriteFile(t, g.requestLog, "", 0o600)
+	configtest.WriteFile(t, g.auditLog, "", 0o600)
 	g.marker = "config-marker-" + randomHex(t, 8)
 	g.secrets["the config"] = []byte(g.marker)
 	g.envSecret = "wraptool-env-secret-" + randomHex(t, 8)
@@ -211,17 +202,17 @@ func newGate(t *testing.T, unix bool) *gate {
 
 	// The user's own files: a key, another tool's config, and ordinary
 	// files directly in folders above wraptool's.
-	writeFile(t, g.sshKey, []byte("-----BEGIN TEST KEY-----\nnot a secret of wraptool's\n"), 0o600)
-	writeFile(t, filepath.Join(g.configHome, "gcloud", "credentials.db"), []byte("the user's gcloud login\n"), 0o600)
-	writeFile(t, filepath.Join(home, ".profile"), []byte("export EDITOR=vi\n"), 0o600)
-	writeFile(t, filepath.Join(g.configHome, "other.conf"), []byte("other=1\n"), 0o600)
-	writeFile(t, filepath.Join(g.etcDir, "notes.txt"), []byte("notes beside the overrides\n"), 0o600)
+	configtest.WriteFile(t, g.sshKey, "-----BEGIN TEST KEY-----\nnot a secret of wraptool's\n", 0o600)
+	configtest.WriteFile(t, filepath.Join(g.configHome, "gcloud", "credentials.db"), "the user's gcloud login\n", 0o600)
+	configtest.WriteFile(t, filepath.Join(home, ".profile"), "export EDITOR=vi\n", 0o600)
+	configtest.WriteFile(t, filepath.Join(g.configHome, "other.conf"), "other=1\n", 0o600)
+	configtest.WriteFile(t, filepath.Join(g.etcDir, "notes.txt"), "notes beside the overrides\n", 0o600)
 
 	data, err := os.ReadFile(attackerBinary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, g.toolBin, data, 0o700)
+	configtest.WriteFile(t, g.toolBin, string(data), 0o700)
 	return g
 }
 
@@ -345,7 +336,7 @@ func (g *gate) writePlan(t *testing.T) attackPlan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, g.planPath, data, 0o600)
+	configtest.WriteFile(t, g.planPath, string(data), 0o600)
 	return p
 }
 
@@ -780,7 +771,7 @@ func TestConfinedHelpHookAndUpstreamCannotReachTheGate(t *testing.T) {
 			// the cache's entries are not named, its folders are.
 			plan := g.writePlan(t)
 			mcpExtra, tools, servers := tc.setup(g)
-			writeFile(t, g.configPath, []byte(g.config(t, mcpExtra, tools, servers)), 0o600)
+			configtest.WriteFile(t, g.configPath, g.config(t, mcpExtra, tools, servers), 0o600)
 			before := g.fingerprint(t)
 			s := g.start(t, "")
 			c := s.Connect(t, "/mcp")
@@ -845,7 +836,7 @@ func TestConfinementSettingAndAKernelWithout(t *testing.T) {
 				cfg = strings.Replace(cfg, "mcp:\n", "mcp:\n  confinement: off\n", 1)
 			}
 			path := filepath.Join(dir, "config.yaml")
-			writeFile(t, path, []byte(cfg), 0o600)
+			configtest.WriteFile(t, path, cfg, 0o600)
 			env := []string{"HOME=" + filepath.Join(dir, "home"), "PATH=" + os.Getenv("PATH")}
 			if tc.kernel != "" {
 				env = append(env, "WRAPTOOL_TEST_NO_LANDLOCK="+tc.kernel)
@@ -918,7 +909,7 @@ func TestWraptoolIsNotDumpable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, dst, data, 0o755)
+		configtest.WriteFile(t, dst, string(data), 0o755)
 	}
 	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)
@@ -934,7 +925,7 @@ func TestWraptoolIsNotDumpable(t *testing.T) {
       - subcommand: [procread]
 `)
 	path := filepath.Join(dir, "config.yaml")
-	writeFile(t, path, []byte(cfg), 0o600)
+	configtest.WriteFile(t, path, cfg, 0o600)
 	for _, p := range []string{dir, home, path} {
 		if err := os.Chown(p, uid, gid); err != nil {
 			t.Fatal(err)

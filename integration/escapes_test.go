@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -537,7 +538,7 @@ func TestRequestLogKeepsHTMLCharacters(t *testing.T) {
 	s := startServerIn(t, dir, serverConfig(t, dir, ""))
 	c := s.Connect(t, "/mcp")
 	request(t, c, askFor("git", []string{"push"}, nil, "<script>alert(1)</script> & more", ""))
-	if data := readBytes(t, s.RequestLog); !strings.Contains(string(data), `"<script>alert(1)</script> & more"`) {
+	if data := configtest.ReadFile(t, s.RequestLog); !strings.Contains(string(data), `"<script>alert(1)</script> & more"`) {
 		t.Errorf("request log:\n%s", data)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -618,8 +619,8 @@ func TestFaultApplyWriteFails(t *testing.T) {
 `))
 			c := s.Connect(t, "/mcp")
 			id := request(t, c, askFor("fake", []string{"status"}, []string{"--depth"}, "limit the history", "shallow status"))
-			cfgBefore := readBytes(t, s.ConfigPath)
-			logBefore := readBytes(t, s.RequestLog)
+			cfgBefore := configtest.ReadFile(t, s.ConfigPath)
+			logBefore := configtest.ReadFile(t, s.RequestLog)
 			entriesBefore := dirNames(t, dir)
 
 			out, stderr, code := tt.run(t, s, "requests", "approve", id, "--apply")
@@ -627,13 +628,13 @@ func TestFaultApplyWriteFails(t *testing.T) {
 				t.Errorf("requests approve --apply: exit %d, want 1 with an error:\nstdout %s\nstderr %s", code, out, stderr)
 			}
 			t.Logf("the CLI said: %s", strings.TrimSpace(stderr))
-			if got := readBytes(t, s.ConfigPath); !bytes.Equal(got, cfgBefore) {
+			if got := configtest.ReadFile(t, s.ConfigPath); !bytes.Equal(got, cfgBefore) {
 				t.Errorf("config changed:\n%s\nwant byte-identical:\n%s", got, cfgBefore)
 			}
 			if got := dirNames(t, dir); !slices.Equal(got, entriesBefore) {
 				t.Errorf("folder entries %q after the failed apply, want %q (no temp file left)", got, entriesBefore)
 			}
-			if got := readBytes(t, s.RequestLog); !bytes.Equal(got, logBefore) {
+			if got := configtest.ReadFile(t, s.RequestLog); !bytes.Equal(got, logBefore) {
 				t.Errorf("request log changed by a failed apply:\n%s", got[len(logBefore):])
 			}
 			if got := listJSON(t, operatorCLI(t, s), id); got.Status != "pending" {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -111,7 +111,7 @@ func TestGrantOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
-	before := readBytes(t, s.ConfigPath)
+	before := configtest.ReadFile(t, s.ConfigPath)
 	c := s.Connect(t, "/mcp")
 	cli := operatorCLI(t, s)
 	call := map[string]any{"depth": "3"}
@@ -141,7 +141,7 @@ func TestGrantOnce(t *testing.T) {
 	if st := statusOf(t, c, id); st["grant"] == nil {
 		t.Errorf("wraptool_request_status does not show the grant: %+v", st)
 	}
-	if !bytes.Equal(readBytes(t, s.ConfigPath), before) {
+	if !bytes.Equal(configtest.ReadFile(t, s.ConfigPath), before) {
 		t.Errorf("the config changed")
 	}
 }
@@ -154,7 +154,7 @@ func TestGrantFor(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
-	before := readBytes(t, s.ConfigPath)
+	before := configtest.ReadFile(t, s.ConfigPath)
 	c := s.Connect(t, "/mcp")
 	cli := operatorCLI(t, s)
 	id := request(t, c, askFor("fake", []string{"status"}, []string{"--depth"}, "a few calls", ""))
@@ -181,7 +181,7 @@ func TestGrantFor(t *testing.T) {
 	if out, _, _ := cli("requests", "list", "--status", "approved"); !strings.Contains(out, ", expired") {
 		t.Errorf("requests list does not show the grant expired:\n%s", out)
 	}
-	if !bytes.Equal(readBytes(t, s.ConfigPath), before) {
+	if !bytes.Equal(configtest.ReadFile(t, s.ConfigPath), before) {
 		t.Errorf("the config changed")
 	}
 }
@@ -217,7 +217,7 @@ func TestGrantRefusals(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
-	before := readBytes(t, s.ConfigPath)
+	before := configtest.ReadFile(t, s.ConfigPath)
 	c := s.Connect(t, "/mcp")
 	cli := operatorCLI(t, s)
 	unknown := request(t, c, askFor("nosuch", []string{"run"}, nil, "a tool the config lacks", ""))
@@ -245,7 +245,7 @@ func TestGrantRefusals(t *testing.T) {
 			t.Errorf("%s is %s after a refused grant, want pending", id, st)
 		}
 	}
-	if !bytes.Equal(readBytes(t, s.ConfigPath), before) {
+	if !bytes.Equal(configtest.ReadFile(t, s.ConfigPath), before) {
 		t.Errorf("the config changed")
 	}
 }
@@ -327,7 +327,7 @@ func TestExactCallGrant(t *testing.T) {
 		t.Fatalf("the timed exact grant does not allow the call: %s", text)
 	}
 	reloads := strings.Count(s.Log(), `msg="config reloaded"`)
-	writeAndRename(t, s.ConfigPath, string(readBytes(t, s.ConfigPath))+"# a comment changes the policy hash\n")
+	configtest.ReplaceFile(t, s.ConfigPath, string(configtest.ReadFile(t, s.ConfigPath))+"# a comment changes the policy hash\n")
 	s.WaitLog(t, `msg="config reloaded"`, reloads+1, eventTimeout)
 	if ran, text := runs(t, c, "fake_status", call); ran {
 		t.Errorf("the exact grant survived a config change: %s", text)
@@ -338,7 +338,7 @@ func TestExactCallGrant(t *testing.T) {
 	// And approving after the change is refused.
 	callID, _ = denialOf(t, c, "fake_status", call)
 	id3 := request(t, c, map[string]any{"call_id": callID, "rationale": "again"})
-	writeAndRename(t, s.ConfigPath, string(readBytes(t, s.ConfigPath))+"# another\n")
+	configtest.ReplaceFile(t, s.ConfigPath, string(configtest.ReadFile(t, s.ConfigPath))+"# another\n")
 	s.WaitLog(t, `msg="config reloaded"`, reloads+2, eventTimeout)
 	if _, stderr, code := cli("requests", "approve", "--once", id3); code != 1 || !strings.Contains(stderr, "changed since the call was refused") {
 		t.Errorf("approving after a config change: exit %d, %q", code, stderr)
@@ -375,14 +375,4 @@ func TestExactCallIDs(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(toolsettest.ResultText(t, res), "call_id call_00000000 is unknown or expired") {
 		t.Errorf("an unknown call_id: %v %v", err, res)
 	}
-}
-
-// readBytes is the file's bytes; a file that cannot be read fails t.
-func readBytes(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }

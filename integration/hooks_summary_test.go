@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // TestHookShellQuotesTheSummary shows a shell hook, allowed now that no
@@ -47,7 +48,7 @@ func TestHookShellQuotesTheSummary(t *testing.T) {
 	s.WaitLog(t, `msg="on_request hook ran"`, 1, eventTimeout)
 
 	want := "fake push --force: " + rationale
-	if got := string(readBytes(t, out)); got != want {
+	if got := string(configtest.ReadFile(t, out)); got != want {
 		t.Errorf("the hook got the summary\n%q\nwant exactly\n%q", got, want)
 	}
 	for _, marker := range []string{pwned, pwned2} {

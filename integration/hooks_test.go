@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // hookRecord is what fakecli's record mode writes: what the hook got.
@@ -47,7 +48,7 @@ func hookRecords(t *testing.T, dir string) []hookRecord {
 	var out []hookRecord
 	for _, name := range names {
 		var r hookRecord
-		if err := json.Unmarshal(readBytes(t, name), &r); err != nil {
+		if err := json.Unmarshal(configtest.ReadFile(t, name), &r); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		r.pid, _ = strconv.Atoi(strings.TrimSuffix(filepath.Base(name), ".json"))
@@ -133,7 +134,7 @@ func TestHookRunsOncePerNewRequest(t *testing.T) {
 	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
 		t.Errorf("%s exists (%v): shell syntax in the hook or the rationale was run", pwned, err)
 	}
-	firstLine, _, _ := strings.Cut(string(readBytes(t, s.RequestLog)), "\n")
+	firstLine, _, _ := strings.Cut(string(configtest.ReadFile(t, s.RequestLog)), "\n")
 	if got.Stdin != firstLine+"\n" {
 		t.Errorf("stdin = %q, want the request's line %q", got.Stdin, firstLine+"\n")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/actors"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/toolset"
 )
@@ -444,7 +445,7 @@ func hostileFlood(t *testing.T, sessions, perSession, prefill, want int) {
 		t.Errorf("no call was refused by the pending limit, want the calls beyond it refused")
 	}
 
-	objs := logObjects(t, readBytes(t, s.RequestLog))
+	objs := logObjects(t, configtest.ReadFile(t, s.RequestLog))
 	inLog := map[string]bool{}
 	for _, obj := range objs {
 		var id string

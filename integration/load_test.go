@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
@@ -485,7 +486,7 @@ func TestLoad(t *testing.T) {
 	head := serverConfig(t, dir, "") + fmt.Sprintf("admin:\n  listen: %s\n  auth_token_file: %s\n", adminAddr, filepath.Join(dir, "admin-token"))
 	configOf := func(v loadVersion) string { return head + v.yaml() }
 	s := startServerIn(t, dir, configOf(loadA))
-	adminToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "admin-token"))))
+	adminToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "admin-token"))))
 	auditPath := filepath.Join(dir, "audit.jsonl")
 
 	// Warm-up: learn each version's policy hash (no grant is in force
@@ -495,7 +496,7 @@ func TestLoad(t *testing.T) {
 	hashes[loadA.name] = start.New
 	for _, v := range []loadVersion{loadB, loadC, loadF, loadA} {
 		prev := len(readAudit(t, auditPath))
-		if err := replaceFile(s.ConfigPath, configOf(v)); err != nil {
+		if err := configtest.WriteAndRename(s.ConfigPath, configOf(v)); err != nil {
 			t.Fatal(err)
 		}
 		l := nextAudit(t, auditPath, prev, "the reload to version "+v.name, func(l auditLine) bool {
@@ -616,7 +617,7 @@ func TestLoad(t *testing.T) {
 		default:
 		}
 	}
-	if err := replaceFile(s.ConfigPath, configOf(loadF)); err != nil {
+	if err := configtest.WriteAndRename(s.ConfigPath, configOf(loadF)); err != nil {
 		t.Fatal(err)
 	}
 	finalDeadline := time.Now().Add(eventTimeout)
@@ -755,7 +756,7 @@ func rewrite(ctx context.Context, path string, versions []string, writes *atomic
 			return nil
 		case <-tick.C:
 		}
-		if err := replaceFile(path, versions[i%len(versions)]); err != nil {
+		if err := configtest.WriteAndRename(path, versions[i%len(versions)]); err != nil {
 			return err
 		}
 		writes.Add(1)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // /metrics on the admin listener, scraped after a few calls and one
@@ -20,7 +22,7 @@ func TestMetricsAfterCallsAndAReload(t *testing.T) {
 	base := serverConfig(t, dir, toolsPull)
 	admin := fmt.Sprintf("admin:\n  listen: %s\n  auth_token_file: %s\n", adminAddr, filepath.Join(dir, "admin-token"))
 	s := startServerIn(t, dir, base+admin)
-	adminToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "admin-token"))))
+	adminToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "admin-token"))))
 	c := s.Connect(t, "/mcp")
 
 	for range 2 {

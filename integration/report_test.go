@@ -85,7 +85,7 @@ func TestBenchReport(t *testing.T) {
 	s := startServerIn(t, dir, cfg, "WRAPTOOL_LOG_LEVEL=info")
 	started := time.Since(start)
 	idleRSS := rssOf(t, s.PID())
-	adminToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "admin-token"))))
+	adminToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "admin-token"))))
 	wraptoolAlloc := func() uint64 { return uint64(scrapeSample(t, adminAddr, adminToken, "go_memstats_alloc_bytes_total")) }
 	bare := startBare(ctx, t)
 

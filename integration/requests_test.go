@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
-
 	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
@@ -115,7 +115,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 	if perm := info.Mode().Perm(); perm != 0o600 {
 		t.Errorf("request log mode = %v, want 0600", perm)
 	}
-	first := readBytes(t, s.RequestLog)
+	first := configtest.ReadFile(t, s.RequestLog)
 	objs := logObjects(t, first)
 	if len(objs) != 1 {
 		t.Fatalf("the log has %d lines, want 1:\n%s", len(objs), first)
@@ -171,7 +171,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 	ids := map[string]bool{id: true}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			before := readBytes(t, s.RequestLog)
+			before := configtest.ReadFile(t, s.RequestLog)
 			if step.wantErr != "" {
 				res := c.Call(t, requestTool, step.args)
 				if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, step.wantErr) {
@@ -187,7 +187,7 @@ func TestRequestToolRecordsAndDeduplicates(t *testing.T) {
 				}
 				ids[got] = true
 			}
-			after := readBytes(t, s.RequestLog)
+			after := configtest.ReadFile(t, s.RequestLog)
 			switch {
 			case step.wantNew && (!bytes.HasPrefix(after, before) || len(logObjects(t, after)) != len(logObjects(t, before))+1):
 				t.Errorf("the log went from\n%s\nto\n%s\nwant one line appended", before, after)
@@ -215,12 +215,12 @@ func TestRequestToolPendingLimit(t *testing.T) {
 
 	refused := func(args map[string]any) {
 		t.Helper()
-		before := readBytes(t, path)
+		before := configtest.ReadFile(t, path)
 		res := c.Call(t, requestTool, args)
 		if text := toolsettest.ResultText(t, res); !res.IsError || !strings.Contains(text, "pending limit is reached") {
 			t.Errorf("request 1,001 = isError %v %q, want a tool error saying the pending limit is reached", res.IsError, text)
 		}
-		if !bytes.Equal(readBytes(t, path), before) {
+		if !bytes.Equal(configtest.ReadFile(t, path), before) {
 			t.Errorf("a refused request changed the log")
 		}
 	}
@@ -323,7 +323,7 @@ func TestRequestLogConcurrentWriters(t *testing.T) {
 		t.Error(err)
 	}
 
-	objs := logObjects(t, readBytes(t, s.RequestLog))
+	objs := logObjects(t, configtest.ReadFile(t, s.RequestLog))
 	if len(objs) != 2*perWriter {
 		t.Errorf("the log has %d lines, want %d", len(objs), 2*perWriter)
 	}
@@ -356,7 +356,7 @@ func TestRequestLogTornLineRepaired(t *testing.T) {
 	id := request(t, c, askFor("fake", []string{"push"}, nil, "after a crash", ""))
 	id2 := request(t, c, askFor("fake", []string{"fetch"}, nil, "and after that", ""))
 
-	data := readBytes(t, path)
+	data := configtest.ReadFile(t, path)
 	lines := strings.SplitAfter(string(data), "\n")
 	if len(lines) != 5 || lines[4] != "" {
 		t.Fatalf("the log has lines %q, want the pre-filled line, the torn one, and the two new ones", lines)

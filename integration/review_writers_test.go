@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // The review UI decides and applies through the server's own writers: an
@@ -20,7 +22,7 @@ func TestReviewUIDecidesThroughTheServersWriters(t *testing.T) {
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := serverConfig(t, dir, grantConfig) + fmt.Sprintf("admin:\n  listen: %s\n  auth_token_file: %s\n", adminAddr, filepath.Join(dir, "admin-token"))
 	s := startServerIn(t, dir, cfg)
-	adminToken := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "admin-token"))))
+	adminToken := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "admin-token"))))
 	c := s.Connect(t, "/mcp")
 
 	for i, tc := range []struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/runner"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
@@ -388,25 +389,6 @@ func writeInPlace(t *testing.T, path, content string) {
 	}
 }
 
-// writeAndRename writes a temp file beside path and renames it over path,
-// as editors that save atomically do.
-func writeAndRename(t *testing.T, path, content string) {
-	t.Helper()
-	if err := replaceFile(path, content); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// replaceFile is writeAndRename returning its error, for goroutines that
-// must not call t.Fatal.
-func replaceFile(path, content string) error {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".swp")
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // logLines returns the lines of log that contain every one of substrs.
 func logLines(log string, substrs ...string) []string {
 	var out []string
@@ -462,7 +444,7 @@ func TestServeReload(t *testing.T) {
 		{
 			name: "a temp file renamed over the config that replaces a rule",
 			edit: func(t *testing.T, s *server, cfg string) {
-				writeAndRename(t, s.ConfigPath, withTools(cfg, toolsFetch))
+				configtest.ReplaceFile(t, s.ConfigPath, withTools(cfg, toolsFetch))
 			},
 			wantLog: reloaded, wantCause: "cause=file",
 			wantTools: []string{"fake_fetch"}, wantChange: true,

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // wire is a raw HTTP client of one server, each request with the token
@@ -151,7 +152,7 @@ func TestSessionBelongsToItsToken(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicit := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicit := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	w := newWire(t, s)
 	onMain := w.session(s.Token, initializeBody)
 	onElicit := w.session(elicit, initializeBody)
@@ -196,13 +197,13 @@ func TestSessionSurvivesTheRotationOfItsToken(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicit := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicit := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	w := newWire(t, s)
 	onMain := w.session(s.Token, initializeBody)
 	sseMain := w.sse(s.Token)
 
 	const rotated = "rotated-main-token-0123456789abcdef"
-	writeAndRename(t, filepath.Join(dir, "mcp-token"), rotated+"\n")
+	configtest.ReplaceFile(t, filepath.Join(dir, "mcp-token"), rotated+"\n")
 	waittest.Until(t, eventTimeout, func() error {
 		if status, _, _ := w.send(http.MethodPost, "/mcp", s.Token, onMain, pingBody); status != http.StatusUnauthorized {
 			return fmt.Errorf("the old token refused: status %d\n%s", status, s.Log())
@@ -234,7 +235,7 @@ func TestMainTokenSessionIsNeverAskedWhateverTheHeader(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startServerIn(t, dir, elicitConfig(t, dir))
-	elicit := strings.TrimSpace(string(readBytes(t, filepath.Join(dir, "elicit-token"))))
+	elicit := strings.TrimSpace(string(configtest.ReadFile(t, filepath.Join(dir, "elicit-token"))))
 	a := &asker{action: "accept", decision: "once"}
 	session := connectWith(t, s, a.client(t), s.Token, "2025-06-18")
 	if session.InitializeResult() == nil || session.ID() == "" {

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -51,7 +52,7 @@ func rewriteServers(t *testing.T, s *server, servers string) {
 	}
 	head, _, _ := strings.Cut(string(data), "mcp_servers:\n")
 	before := strings.Count(s.Log(), `msg="config reloaded"`)
-	writeAndRename(t, s.ConfigPath, head+"mcp_servers:\n"+expandUpstream(s.Dir, servers))
+	configtest.ReplaceFile(t, s.ConfigPath, head+"mcp_servers:\n"+expandUpstream(s.Dir, servers))
 	s.WaitLog(t, `msg="config reloaded"`, before+1, eventTimeout)
 }
 
@@ -865,7 +866,7 @@ func TestUpstreamRestartsWhenItsConfinementChanges(t *testing.T) {
 	marksFile := filepath.Join(dir, "work", "marks")
 	waitMarks(t, marksFile, "start pid=", 1)
 	before := strings.Count(s.Log(), `msg="config reloaded"`)
-	writeAndRename(t, s.ConfigPath, on)
+	configtest.ReplaceFile(t, s.ConfigPath, on)
 	s.WaitLog(t, `msg="config reloaded"`, before+1, eventTimeout)
 	s.WaitLog(t, `because="its confinement changed"`, 1, eventTimeout)
 	waitMarks(t, marksFile, "start pid=", 2)

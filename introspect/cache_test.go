@@ -13,6 +13,7 @@ import (
 
 	"github.com/wraptool/wraptool/introspect/helptext"
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // cacheFiles lists the entries in dir (temporary files excluded).
@@ -181,13 +182,13 @@ func TestCacheCorruptEntryIsRebuilt(t *testing.T) {
 		name    string
 		corrupt func(t *testing.T, path string, other []byte)
 	}{
-		{"garbage", func(t *testing.T, path string, _ []byte) { write(t, path, []byte("\x00\xffnot json"), 0o600) }},
+		{"garbage", func(t *testing.T, path string, _ []byte) { configtest.WriteFile(t, path, "\x00\xffnot json", 0o600) }},
 		{"truncated", func(t *testing.T, path string, _ []byte) {
 			data, _ := os.ReadFile(path)
-			write(t, path, data[:len(data)/2], 0o600)
+			configtest.WriteFile(t, path, string(data[:len(data)/2]), 0o600)
 		}},
-		{"empty", func(t *testing.T, path string, _ []byte) { write(t, path, nil, 0o600) }},
-		{"another key's entry", func(t *testing.T, path string, other []byte) { write(t, path, other, 0o600) }},
+		{"empty", func(t *testing.T, path string, _ []byte) { configtest.WriteFile(t, path, "", 0o600) }},
+		{"another key's entry", func(t *testing.T, path string, other []byte) { configtest.WriteFile(t, path, string(other), 0o600) }},
 		{"writable by others", func(t *testing.T, path string, _ []byte) {
 			if err := os.Chmod(path, 0o666); err != nil {
 				t.Fatal(err)
@@ -240,16 +241,6 @@ func TestCacheCorruptEntryIsRebuilt(t *testing.T) {
 				t.Errorf("the rebuilt entry did not serve: ran %d times in all, want 2", got)
 			}
 		})
-	}
-}
-
-func write(t *testing.T, path string, data []byte, mode os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, data, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -449,28 +440,32 @@ func TestCacheUnusableEntriesCountAsMissing(t *testing.T) {
 		name    string
 		corrupt func(t *testing.T, path string, valid []byte)
 	}{
-		{"an empty file", func(t *testing.T, path string, _ []byte) { write(t, path, nil, 0o600) }},
-		{"an empty object", func(t *testing.T, path string, _ []byte) { write(t, path, []byte("{}"), 0o600) }},
-		{"only a version", func(t *testing.T, path string, _ []byte) { write(t, path, []byte(`{"version":1}`), 0o600) }},
-		{"truncated JSON", func(t *testing.T, path string, valid []byte) { write(t, path, valid[:len(valid)-2], 0o600) }},
+		{"an empty file", func(t *testing.T, path string, _ []byte) { configtest.WriteFile(t, path, "", 0o600) }},
+		{"an empty object", func(t *testing.T, path string, _ []byte) { configtest.WriteFile(t, path, "{}", 0o600) }},
+		{"only a version", func(t *testing.T, path string, _ []byte) { configtest.WriteFile(t, path, `{"version":1}`, 0o600) }},
+		{"truncated JSON", func(t *testing.T, path string, valid []byte) {
+			configtest.WriteFile(t, path, string(valid[:len(valid)-2]), 0o600)
+		}},
 		{"another key's entry", func(t *testing.T, path string, _ []byte) {
 			other, _ := json.Marshal(cacheEntry{entryKey: newEntryKey(binKey{path: "/bin/other", size: 1, mtime: 1}, nil), FetchedAt: time.Now(),
 				Help: helptext.Help{Flags: []helptext.Flag{{Long: "--rece"}}}})
-			write(t, path, other, 0o600)
+			configtest.WriteFile(t, path, string(other), 0o600)
 		}},
-		{"its key with the help removed", func(t *testing.T, path string, valid []byte) { write(t, path, withHelp(t, valid, nil), 0o600) }},
+		{"its key with the help removed", func(t *testing.T, path string, valid []byte) {
+			configtest.WriteFile(t, path, string(withHelp(t, valid, nil)), 0o600)
+		}},
 		{"its key with an empty help", func(t *testing.T, path string, valid []byte) {
-			write(t, path, withHelp(t, valid, map[string]any{}), 0o600)
+			configtest.WriteFile(t, path, string(withHelp(t, valid, map[string]any{})), 0o600)
 		}},
 		{"its key with a help listing no flags and no subcommands", func(t *testing.T, path string, valid []byte) {
-			write(t, path, withHelp(t, valid, map[string]any{"Style": "git", "Flags": []any{}, "Subcommands": []any{}}), 0o600)
+			configtest.WriteFile(t, path, string(withHelp(t, valid, map[string]any{"Style": "git", "Flags": []any{}, "Subcommands": []any{}})), 0o600)
 		}},
 		{"a valid entry padded past the size limit", func(t *testing.T, path string, valid []byte) {
-			write(t, path, append(valid, bytes.Repeat([]byte(" "), maxEntrySize)...), 0o600)
+			configtest.WriteFile(t, path, string(append(valid, bytes.Repeat([]byte(" "), maxEntrySize)...)), 0o600)
 		}},
 		{"a symlink to a copy of the valid entry", func(t *testing.T, path string, valid []byte) {
 			elsewhere := filepath.Join(t.TempDir(), "entry.json")
-			write(t, elsewhere, valid, 0o600)
+			configtest.WriteFile(t, elsewhere, string(valid), 0o600)
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}

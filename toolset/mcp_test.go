@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/toolset/runner"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
@@ -563,7 +564,7 @@ func TestHandlerStopKillsARunningCall(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the call did not end after stop was cancelled")
 	}
-	toolsettest.WaitDead(t, pid)
+	waittest.Gone(t, 10*time.Second, pid)
 }
 
 func TestRunResult(t *testing.T) {

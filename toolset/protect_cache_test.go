@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // The kept set is used only while every protected file and folder is the
@@ -18,14 +20,14 @@ func TestProtectedFilesFollowChanges(t *testing.T) {
 		change func(t *testing.T, dir, cfg, log string) string
 	}{
 		{"a protected file that did not exist yet appears; a hard link to it", func(t *testing.T, dir, _, log string) string {
-			write(t, log, "{}\n")
+			configtest.WriteFile(t, log, "{}\n", 0o600)
 			link := filepath.Join(dir, "elsewhere", "innocent")
 			must(t, os.Link(log, link))
 			return link
 		}},
 		{"a protected file is replaced by rename; a hard link to the new one", func(t *testing.T, dir, cfg, _ string) string {
 			next := filepath.Join(filepath.Dir(cfg), ".config.yaml.tmp")
-			write(t, next, "tools: {}\n")
+			configtest.WriteFile(t, next, "tools: {}\n", 0o600)
 			must(t, os.Rename(next, cfg))
 			link := filepath.Join(dir, "elsewhere", "innocent")
 			must(t, os.Link(cfg, link))
@@ -34,7 +36,7 @@ func TestProtectedFilesFollowChanges(t *testing.T) {
 		{"a protected folder is replaced by a symlink to another folder holding another config", func(t *testing.T, dir, cfg, _ string) string {
 			other := filepath.Join(dir, "other")
 			must(t, os.MkdirAll(other, 0o700))
-			write(t, filepath.Join(other, "config.yaml"), "tools: {}\n")
+			configtest.WriteFile(t, filepath.Join(other, "config.yaml"), "tools: {}\n", 0o600)
 			must(t, os.Rename(filepath.Dir(cfg), filepath.Join(dir, "old")))
 			must(t, os.Symlink(other, filepath.Dir(cfg)))
 			return filepath.Join(other, "config.yaml")
@@ -49,7 +51,7 @@ func TestProtectedFilesFollowChanges(t *testing.T) {
 			must(t, os.MkdirAll(filepath.Dir(cfg), 0o700))
 			must(t, os.MkdirAll(filepath.Dir(log), 0o700))
 			must(t, os.MkdirAll(filepath.Join(dir, "elsewhere"), 0o700))
-			write(t, cfg, "tools: {}\n")
+			configtest.WriteFile(t, cfg, "tools: {}\n", 0o600)
 			p := NewProtectedFiles([]string{cfg, log})
 			first := p.current()
 			if again := p.current(); again != first {
@@ -64,11 +66,6 @@ func TestProtectedFilesFollowChanges(t *testing.T) {
 			}
 		})
 	}
-}
-
-func write(t *testing.T, path, data string) {
-	t.Helper()
-	must(t, os.WriteFile(path, []byte(data), 0o600))
 }
 
 func must(t *testing.T, err error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -186,7 +187,7 @@ func TestAPIApprove(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			before := readFile(t, f.config)
+			before := string(configtest.ReadFile(t, f.config))
 			id := f.submit(t, tt.tool, tt.sub, tt.flags, "because")
 			if tt.decided {
 				if w := f.apiPost(t, id, "deny", `{}`); w.Code != 200 {
@@ -201,7 +202,7 @@ func TestAPIApprove(t *testing.T) {
 			if w.Code != tt.want {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.want, w.Body)
 			}
-			after := readFile(t, f.config)
+			after := string(configtest.ReadFile(t, f.config))
 			if tt.want != 200 {
 				if msg := jsonError(t, w.ResponseRecorder); !strings.Contains(msg, tt.wantErr) {
 					t.Errorf("error %q does not contain %q", msg, tt.wantErr)
@@ -323,7 +324,7 @@ func TestAPIApproveGrants(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
-			before := readFile(t, f.config)
+			before := string(configtest.ReadFile(t, f.config))
 			id := f.submit(t, tt.tool, tt.sub, tt.flags, "for now")
 			if tt.decided {
 				if w := f.apiPost(t, id, "deny", `{}`); w.Code != 200 {
@@ -338,7 +339,7 @@ func TestAPIApproveGrants(t *testing.T) {
 			if w.Code != tt.want {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.want, w.Body)
 			}
-			if after := readFile(t, f.config); after != before {
+			if after := string(configtest.ReadFile(t, f.config)); after != before {
 				t.Errorf("a grant changed the config:\n%s", after)
 			}
 			if tt.want != 200 {
@@ -444,14 +445,14 @@ func TestAPIApproveExactCall(t *testing.T) {
 			id := f.submitExact(t, tt.sub, tt.flags, tt.params, tt.edit)
 			hash := f.record(t, id).Call.Policy
 			if tt.change {
-				writeFile(t, f.config, readFile(t, f.config)+"# edited after the denial\n")
+				configtest.WriteFile(t, f.config, string(configtest.ReadFile(t, f.config))+"# edited after the denial\n", 0o600)
 			}
-			before := readFile(t, f.config)
+			before := string(configtest.ReadFile(t, f.config))
 			w := f.apiPost(t, id, "approve", tt.body)
 			if w.Code != tt.want {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.want, w.Body)
 			}
-			after := readFile(t, f.config)
+			after := string(configtest.ReadFile(t, f.config))
 			if tt.want != 200 {
 				if msg := jsonError(t, w.ResponseRecorder); !strings.Contains(msg, tt.wantErr) {
 					t.Errorf("error %q does not contain %q", msg, tt.wantErr)

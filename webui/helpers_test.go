@@ -18,8 +18,10 @@ import (
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
+	"github.com/wraptool/wraptool/policy/requests/requeststest"
 )
 
 const (
@@ -161,7 +163,7 @@ func newFixture(t *testing.T, o ...func(*Options)) *fixture {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, f.config, strings.ReplaceAll(fixtureConfig, "$DIR", dir))
+	configtest.WriteFile(t, f.config, strings.ReplaceAll(fixtureConfig, "$DIR", dir), 0o600)
 	paths := &config.Options{Home: dir, Getenv: func(string) string { return "" }}
 	l, err := config.LoadFile(t.Context(), f.config, &config.LoadOptions{Paths: paths})
 	if err != nil {
@@ -175,22 +177,6 @@ func newFixture(t *testing.T, o ...func(*Options)) *fixture {
 	}
 	f.ui = New(opts)
 	return f
-}
-
-func writeFile(t *testing.T, path, body string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // uiHost is the UI's host for tok.
@@ -213,14 +199,8 @@ func (f *fixture) submit(t *testing.T, tool string, sub, flags []string, rationa
 // status is request id's status in the log.
 func (f *fixture) status(t *testing.T, id string) string {
 	t.Helper()
-	recs, _, err := requests.Read(f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if r.ID == id {
-			return r.Status
-		}
+	if r := requeststest.Find(t, f.log, id); r != nil {
+		return r.Status
 	}
 	return "missing"
 }
@@ -370,15 +350,5 @@ func (f *fixture) submitExact(t *testing.T, sub, flags []string, params map[stri
 // record is request id as the log folds it.
 func (f *fixture) record(t *testing.T, id string) *requests.Record {
 	t.Helper()
-	recs, _, err := requests.Read(f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if r.ID == id {
-			return r
-		}
-	}
-	t.Fatalf("no request %s in the log", id)
-	return nil
+	return requeststest.Record(t, f.log, id)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/webui/metrics"
 )
@@ -136,7 +137,7 @@ func hostileFixture(t *testing.T) (f *fixture, hostile, push, exact, decided str
 	cfg = strings.Replace(cfg, "        flags:\n          - --set-upstream\n", "        flags:\n          # "+all+"\n          - --set-upstream\n", 1)
 	cfg = strings.Replace(cfg, "          positional_max: 2\n",
 		"          positional_max: 2\n          pattern: '"+strings.ReplaceAll(regexp.QuoteMeta(all), "'", "''")+"'\n", 1)
-	writeFile(t, f.config, cfg)
+	configtest.WriteFile(t, f.config, cfg, 0o600)
 	paths := f.src.Current().Paths
 	l, err := config.LoadFile(t.Context(), f.config, &config.LoadOptions{Paths: paths})
 	if err != nil {

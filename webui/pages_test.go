@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -209,7 +210,7 @@ func TestPageDecisions(t *testing.T) {
 			f := newFixture(t)
 			cookie, csrf := f.signIn(t)
 			id := f.submit(t, "git", []string{"push"}, tt.flags, "release")
-			before := readFile(t, f.config)
+			before := string(configtest.ReadFile(t, f.config))
 			tt.form.Set("csrf", csrf)
 			w := f.post(t, cookie, "/requests/"+id+"/decide", tt.form)
 			if tt.wantTo != "" {
@@ -227,7 +228,7 @@ func TestPageDecisions(t *testing.T) {
 			if got := f.status(t, id); got != tt.wantState {
 				t.Errorf("request is %s, want %s", got, tt.wantState)
 			}
-			if readFile(t, f.config) != before {
+			if string(configtest.ReadFile(t, f.config)) != before {
 				t.Errorf("the config changed")
 			}
 		})
@@ -313,7 +314,7 @@ func TestApplyPreviewShowsTheDiffAndWritesOnlyOnConfirm(t *testing.T) {
 			f := newFixture(t)
 			cookie, csrf := f.signIn(t)
 			id := f.submit(t, "git", tt.sub, tt.flags, "needed")
-			before := readFile(t, f.config)
+			before := string(configtest.ReadFile(t, f.config))
 			info, _ := os.Stat(f.config)
 
 			w := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie})
@@ -332,7 +333,7 @@ func TestApplyPreviewShowsTheDiffAndWritesOnlyOnConfirm(t *testing.T) {
 			}
 			// The preview wrote nothing: same bytes, same file, no temp file.
 			after, _ := os.Stat(f.config)
-			if readFile(t, f.config) != before || !os.SameFile(info, after) || !after.ModTime().Equal(info.ModTime()) {
+			if string(configtest.ReadFile(t, f.config)) != before || !os.SameFile(info, after) || !after.ModTime().Equal(info.ModTime()) {
 				t.Fatalf("the preview touched the config")
 			}
 			entries, _ := os.ReadDir(f.dir)
@@ -360,7 +361,7 @@ func TestApplyPreviewShowsTheDiffAndWritesOnlyOnConfirm(t *testing.T) {
 					added = append(added, strings.TrimPrefix(l, "+"))
 				}
 			}
-			if now := readFile(t, f.config); !strings.Contains(now, strings.Join(added, "\n")) || len(now) <= len(before) {
+			if now := string(configtest.ReadFile(t, f.config)); !strings.Contains(now, strings.Join(added, "\n")) || len(now) <= len(before) {
 				t.Errorf("the config after confirm does not hold the previewed lines:\n%s", now)
 			}
 			w2 := f.do(t, call{host: "localhost:8718", target: "/api/requests?status=approved", header: bearer(adminToken)})
@@ -376,7 +377,7 @@ func TestApplyPreviewOfARefusedApply(t *testing.T) {
 	f := newFixture(t)
 	cookie, csrf := f.signIn(t)
 	id := f.submit(t, "git", []string{"config"}, []string{"--global"}, "set my name")
-	before := readFile(t, f.config)
+	before := string(configtest.ReadFile(t, f.config))
 	page := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie}).Body.String()
 	read := text(page)
 	if !strings.Contains(read, "The capability cannot be merged into the config: deny rule tools.git.deny[0]") {
@@ -390,7 +391,7 @@ func TestApplyPreviewOfARefusedApply(t *testing.T) {
 	if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, "error: not applied, "+id+" stays pending: deny rule") {
 		t.Errorf("flash %q", got)
 	}
-	if readFile(t, f.config) != before || f.status(t, id) != "pending" {
+	if string(configtest.ReadFile(t, f.config)) != before || f.status(t, id) != "pending" {
 		t.Errorf("a refused apply wrote something")
 	}
 }
@@ -403,8 +404,8 @@ func TestConfirmApplyRefusesAChangeItDidNotShow(t *testing.T) {
 	page := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie}).Body.String()
 	plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)[1]
 
-	edited := strings.Replace(readFile(t, f.config), "# wraptool test config", "# edited by hand", 1)
-	writeFile(t, f.config, edited)
+	edited := strings.Replace(string(configtest.ReadFile(t, f.config)), "# wraptool test config", "# edited by hand", 1)
+	configtest.WriteFile(t, f.config, edited, 0o600)
 	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}})
 	if loc := w.Header().Get("Location"); loc != "/requests/"+id+"/apply" {
 		t.Fatalf("redirect to %q, want the preview again", loc)
@@ -412,7 +413,7 @@ func TestConfirmApplyRefusesAChangeItDidNotShow(t *testing.T) {
 	if got := f.flashAfter(t, cookie, w); !strings.Contains(got, "The config changed since the preview") {
 		t.Errorf("flash %q", got)
 	}
-	if readFile(t, f.config) != edited || f.status(t, id) != "pending" {
+	if string(configtest.ReadFile(t, f.config)) != edited || f.status(t, id) != "pending" {
 		t.Errorf("a stale confirmation was applied")
 	}
 }
@@ -513,7 +514,7 @@ func TestAPreviewOffersTheUnlistedBoxCarriedFromTheReviewPage(t *testing.T) {
 	if got := f.flashAfter(t, cookie, w); !strings.Contains(got, "--rece (NOT IN 'git push --help')") {
 		t.Errorf("flash %q", got)
 	}
-	if f.status(t, id) != "pending" || strings.Contains(readFile(t, f.config), "--rece") {
+	if f.status(t, id) != "pending" || strings.Contains(string(configtest.ReadFile(t, f.config)), "--rece") {
 		t.Fatalf("an unlisted flag was applied without the box")
 	}
 	w = f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}, "unlisted_ok": {"1"}})
@@ -692,9 +693,9 @@ func TestPageGrants(t *testing.T) {
 				id = f.submit(t, "git", tt.sub, tt.flags, "for now")
 			}
 			if tt.change {
-				writeFile(t, f.config, readFile(t, f.config)+"# edited\n")
+				configtest.WriteFile(t, f.config, string(configtest.ReadFile(t, f.config))+"# edited\n", 0o600)
 			}
-			before := readFile(t, f.config)
+			before := string(configtest.ReadFile(t, f.config))
 			tt.form.Set("csrf", csrf)
 			w := f.post(t, cookie, "/requests/"+id+"/decide", tt.form)
 			if loc := w.Header().Get("Location"); loc != "/" {
@@ -703,7 +704,7 @@ func TestPageGrants(t *testing.T) {
 			if got, want := f.flashAfter(t, cookie, w), strings.ReplaceAll(tt.wantFlash, "ID", id); !strings.HasPrefix(got, want) {
 				t.Errorf("flash %q, want it to start with %q", got, want)
 			}
-			if readFile(t, f.config) != before {
+			if string(configtest.ReadFile(t, f.config)) != before {
 				t.Errorf("a grant changed the config")
 			}
 			rec := f.record(t, id)

@@ -63,11 +63,7 @@ func (a *app) checkCommand() *ff.Command {
 // resolution and file checks; the introspection cache read, never refreshed,
 // so flags are typed as the server types them and no tool runs).
 func (a *app) newChecker(ctx context.Context) (*checker, error) {
-	path, err := a.configPath()
-	if err != nil {
-		return nil, err
-	}
-	l, err := a.loadConfig(ctx, path)
+	_, l, err := a.loadResolvedConfig(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,22 @@ func (a *app) configCommand() *ff.Command {
 	}
 }
 
+// loadResolvedConfig loads the config where --config, $WRAPTOOL_CONFIG or
+// the platform default puts it (configPath), as loadConfig does, and
+// returns its path with it: the commands that act on the operator's config
+// rather than on one named as an argument.
+func (a *app) loadResolvedConfig(ctx context.Context) (string, *config.Loaded, error) {
+	path, err := a.configPath()
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := a.loadConfig(ctx, path)
+	if err != nil {
+		return "", nil, err
+	}
+	return path, l, nil
+}
+
 // validate prints "ok: PATH (N tools, R allow rules, S mcp_servers)", or
 // returns the first problem, whose message starts with PATH and the line.
 func (a *app) validate(ctx context.Context, args []string) error {

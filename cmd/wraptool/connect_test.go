@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 func TestConnectEndpoint(t *testing.T) {
@@ -65,31 +66,31 @@ func TestReadPrivateToken(t *testing.T) {
 		wantError string
 	}{
 		{"a private file gives its token, without surrounding space", func(t *testing.T, dir string) string {
-			return writeFile(t, filepath.Join(dir, "tok"), "  secret\n", 0o600)
+			return configtest.WriteFile(t, filepath.Join(dir, "tok"), "  secret\n", 0o600)
 		}, "secret", ""},
 		{"a file others may read is refused with the fix", func(t *testing.T, dir string) string {
-			return writeFile(t, filepath.Join(dir, "tok"), "secret", 0o644)
+			return configtest.WriteFile(t, filepath.Join(dir, "tok"), "secret", 0o644)
 		}, "", "readable by group or others, and it holds a secret; fix with: chmod 600"},
 		{"a file the group may read is refused", func(t *testing.T, dir string) string {
-			return writeFile(t, filepath.Join(dir, "tok"), "secret", 0o640)
+			return configtest.WriteFile(t, filepath.Join(dir, "tok"), "secret", 0o640)
 		}, "", "chmod 600"},
 		{"a file others may write is refused", func(t *testing.T, dir string) string {
-			return writeFile(t, filepath.Join(dir, "tok"), "secret", 0o602)
+			return configtest.WriteFile(t, filepath.Join(dir, "tok"), "secret", 0o602)
 		}, "", "writable by group or others"},
 		{"a file in a folder others may write is refused", func(t *testing.T, dir string) string {
 			open := filepath.Join(dir, "open")
 			mkdir(t, open, 0o777)
-			return writeFile(t, filepath.Join(open, "tok"), "secret", 0o600)
+			return configtest.WriteFile(t, filepath.Join(open, "tok"), "secret", 0o600)
 		}, "", "which group or others may write, so they could replace it; fix with: chmod go-w"},
 		{"a file in a sticky folder others may write passes, as in /tmp", func(t *testing.T, dir string) string {
 			sticky := filepath.Join(dir, "sticky")
 			mkdir(t, sticky, 0o777|os.ModeSticky)
-			return writeFile(t, filepath.Join(sticky, "tok"), "secret", 0o600)
+			return configtest.WriteFile(t, filepath.Join(sticky, "tok"), "secret", 0o600)
 		}, "secret", ""},
 		{"a link to a file in a folder others may write is refused", func(t *testing.T, dir string) string {
 			open := filepath.Join(dir, "open")
 			mkdir(t, open, 0o777)
-			target := writeFile(t, filepath.Join(open, "tok"), "secret", 0o600)
+			target := configtest.WriteFile(t, filepath.Join(open, "tok"), "secret", 0o600)
 			link := filepath.Join(dir, "link")
 			if err := os.Symlink(target, link); err != nil {
 				t.Fatal(err)
@@ -97,10 +98,10 @@ func TestReadPrivateToken(t *testing.T) {
 			return link
 		}, "", "chmod go-w " + "OPEN"},
 		{"an empty file is refused", func(t *testing.T, dir string) string {
-			return writeFile(t, filepath.Join(dir, "tok"), " \n", 0o600)
+			return configtest.WriteFile(t, filepath.Join(dir, "tok"), " \n", 0o600)
 		}, "", "is empty"},
 		{"a file over 64 KiB is refused", func(t *testing.T, dir string) string {
-			return writeFile(t, filepath.Join(dir, "tok"), strings.Repeat("a", 65<<10), 0o600)
+			return configtest.WriteFile(t, filepath.Join(dir, "tok"), strings.Repeat("a", 65<<10), 0o600)
 		}, "", "at most 65536"},
 		{"a folder is refused", func(t *testing.T, dir string) string {
 			d := filepath.Join(dir, "d")
@@ -136,17 +137,6 @@ func TestReadPrivateToken(t *testing.T) {
 	}
 }
 
-func writeFile(t *testing.T, path, content string, mode os.FileMode) string {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func mkdir(t *testing.T, path string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Mkdir(path, 0o700); err != nil {
@@ -161,9 +151,9 @@ func mkdir(t *testing.T, path string, mode os.FileMode) {
 func connectConfig(t *testing.T, dir, listen string, extra string) string {
 	t.Helper()
 	path := filepath.Join(dir, "config.yaml")
-	writeConfig(t, path, fmt.Sprintf("mcp:\n  listen: %s\n  auth_token_file: %s\n  request_log: %s\n%s",
+	configtest.ReplaceFile(t, path, fmt.Sprintf("mcp:\n  listen: %s\n  auth_token_file: %s\n  request_log: %s\n%s",
 		listen, filepath.Join(dir, "mcp-token"), filepath.Join(dir, "requests.jsonl"), extra))
-	writeFile(t, filepath.Join(dir, "mcp-token"), "token-of-the-test\n", 0o600)
+	configtest.WriteFile(t, filepath.Join(dir, "mcp-token"), "token-of-the-test\n", 0o600)
 	return path
 }
 
@@ -174,7 +164,7 @@ func TestConnectCommandLine(t *testing.T) {
 	good := connectConfig(t, dir, "127.0.0.1:1", "")
 	zeroDir := t.TempDir()
 	zero := connectConfig(t, zeroDir, "127.0.0.1:0", "")
-	open := writeFile(t, filepath.Join(dir, "open-token"), "x", 0o644)
+	open := configtest.WriteFile(t, filepath.Join(dir, "open-token"), "x", 0o644)
 	tests := []struct {
 		name     string
 		args     []string
@@ -272,7 +262,7 @@ func TestConnectInProcess(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("call fake_status = %+v, %v; want a run", res, err)
 	}
-	writeConfig(t, p.config, serveConfig(p.dir, "status", "push"))
+	configtest.ReplaceFile(t, p.config, serveConfig(p.dir, "status", "push"))
 	select {
 	case <-changed:
 	case <-time.After(bound):

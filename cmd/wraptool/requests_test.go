@@ -14,6 +14,7 @@ import (
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
+	"github.com/wraptool/wraptool/policy/requests/requeststest"
 )
 
 // requestsFixture is a config wrapping git (a stand-in answering
@@ -123,17 +124,7 @@ func (f *requestsFixture) run(t *testing.T, args ...string) (string, string, int
 
 func (f *requestsFixture) record(t *testing.T, id string) *requests.Record {
 	t.Helper()
-	recs, _, err := requests.Read(f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if r.ID == id {
-			return r
-		}
-	}
-	t.Fatalf("no record %s", id)
-	return nil
+	return requeststest.Record(t, f.log, id)
 }
 
 func TestRequestsList(t *testing.T) {

@@ -186,11 +186,7 @@ func (a *app) operator(ctx context.Context) (*operator, error) {
 // configOperator is an operator without the log folded: watch follows the
 // log itself.
 func (a *app) configOperator(ctx context.Context) (*operator, error) {
-	path, err := a.configPath()
-	if err != nil {
-		return nil, err
-	}
-	l, err := a.loadConfig(ctx, path)
+	path, l, err := a.loadResolvedConfig(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -18,11 +18,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/introspect/introspecttest"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
-
-	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // fakecli is the fixture CLI the served configs wrap, built once.
@@ -92,7 +92,7 @@ func startServeWith(t *testing.T, rules []string, load func(ctx context.Context,
 	t.Helper()
 	dir := t.TempDir()
 	p := &inProcess{dir: dir, config: filepath.Join(dir, "config.yaml"), log: &syncBuffer{}, done: make(chan error, 1)}
-	writeConfig(t, p.config, serveConfig(dir, rules...))
+	configtest.ReplaceFile(t, p.config, serveConfig(dir, rules...))
 	env := map[string]string{"HOME": filepath.Join(dir, "home"), "PATH": os.Getenv("PATH")}
 	a := newApp(func(k string) string { return env[k] }, &bytes.Buffer{}, p.log)
 	a.notify = func(c chan<- os.Signal, _ ...os.Signal) {
@@ -244,7 +244,7 @@ func TestServe(t *testing.T) {
 	}
 
 	// Invalid: rejected, the old tools stay, nothing is sent.
-	writeConfig(t, p.config, strings.Replace(serveConfig(p.dir, "status"), "mcp:\n", "mcp:\n  transprot: sse\n", 1))
+	configtest.ReplaceFile(t, p.config, strings.Replace(serveConfig(p.dir, "status"), "mcp:\n", "mcp:\n  transprot: sse\n", 1))
 	p.waitLog(t, `msg="config rejected"`, 1)
 	if got, want := tools(t, s), []string{"fake_markwait", "fake_status"}; !slices.Equal(got, want) {
 		t.Errorf("tools after a rejected reload = %q, want %q", got, want)
@@ -252,7 +252,7 @@ func TestServe(t *testing.T) {
 
 	// Valid again, with a new rule: one list_changed and the new list.
 	valid := serveConfig(p.dir, "status", "markwait", "version")
-	writeConfig(t, p.config, valid)
+	configtest.ReplaceFile(t, p.config, valid)
 	p.waitLog(t, `msg="config reloaded"`, 1)
 	select {
 	case <-changed:
@@ -266,7 +266,7 @@ func TestServe(t *testing.T) {
 	// The same bytes again: the loader says it skipped the reload, which is
 	// the proof that nothing happened (no sleeping for an absence).
 	skipped := strings.Count(p.log.String(), `msg="reload skipped"`)
-	writeConfig(t, p.config, valid)
+	configtest.ReplaceFile(t, p.config, valid)
 	p.waitLog(t, `msg="reload skipped"`, skipped+1)
 	if n := len(changed); n != 0 {
 		t.Errorf("%d tools/list_changed after a rewrite of the same bytes, want none", n)
@@ -300,7 +300,7 @@ func TestServe(t *testing.T) {
 		}
 		result <- res
 	}()
-	waitFile(t, mark)
+	waittest.File(t, bound, mark)
 	p.signal(t, syscall.SIGTERM)
 	p.waitLog(t, `msg=stopping`, 1)
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
@@ -341,7 +341,7 @@ func TestServeStopsWhileALoadIsBusy(t *testing.T) {
 		return nil, ctx.Err()
 	}
 	p := startServe(t, []string{"status"}, load)
-	writeConfig(t, p.config, serveConfig(p.dir, "status", "version"))
+	configtest.ReplaceFile(t, p.config, serveConfig(p.dir, "status", "version"))
 	select {
 	case <-started:
 	case <-time.After(bound):
@@ -382,26 +382,6 @@ func TestServeStopsDuringStartUpIntrospection(t *testing.T) {
 		}
 		p.waitLog(t, `msg=stopped during=start-up`, 1)
 	})
-}
-
-// waitFile waits (bounded) for path to exist.
-func waitFile(t *testing.T, path string) {
-	t.Helper()
-	waittest.Until(t, bound, func() error {
-		_, err := os.Stat(path)
-		return err
-	})
-}
-
-func writeConfig(t *testing.T, path, cfg string) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's log writes and the

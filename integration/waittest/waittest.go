@@ -98,6 +98,16 @@ func Until(t testing.TB, within time.Duration, cond func() error) {
 	Poll{}.Until(t, within, cond)
 }
 
+// File waits (bounded) until path exists: a mark another process leaves
+// when it has got somewhere.
+func File(t testing.TB, within time.Duration, path string) {
+	t.Helper()
+	Until(t, within, func() error {
+		_, err := os.Stat(path)
+		return err
+	})
+}
+
 // Gone waits (bounded) until pid no longer runs: it is gone from the
 // process table or is a zombie, which runs nothing whether or not anyone
 // has reaped it yet. Linux only: it reads /proc.

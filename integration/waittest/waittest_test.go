@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -138,6 +139,17 @@ func TestStatSurvivesAHostileCommandName(t *testing.T) {
 		}
 		return nil
 	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFileSeesAFileWrittenMeanwhile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mark")
+	written := make(chan error, 1)
+	go func() { written <- os.WriteFile(path, nil, 0o600) }()
+	File(t, 5*time.Second, path)
+	if err := <-written; err != nil {
 		t.Fatal(err)
 	}
 }

@@ -103,7 +103,7 @@ tools:
 	if h1 == h0 {
 		t.Errorf("an env file change kept the policy hash")
 	}
-	configtest.WriteConfig(t, dir, "config.yaml", strings.ReplaceAll(string(configtest.ReadBytes(t, cfg)), "8717", "8718"), 0o600)
+	configtest.WriteConfig(t, dir, "config.yaml", strings.ReplaceAll(string(configtest.ReadFile(t, cfg)), "8717", "8718"), 0o600)
 	if h := loadFor(t, cfg, dir).PolicyHash(); h == h1 {
 		t.Errorf("a config change kept the policy hash")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // psqlHelps says what psql's help does: -h is the host, -l lists.
@@ -29,7 +30,7 @@ func (psqlHelps) Subcommands(string, []string) (map[string]string, bool) { retur
 func TestLoadFileIntrospectStep(t *testing.T) {
 	t.Parallel()
 	path, dir := loadFixture(t)
-	write(t, path, strings.ReplaceAll(base+"tools:\n  psql:\n    binary: $T/bin/tool\n    allow:\n      - subcommand: []\n        flags: [-l, -P]\n"+
+	configtest.WriteFile(t, path, strings.ReplaceAll(base+"tools:\n  psql:\n    binary: $T/bin/tool\n    allow:\n      - subcommand: []\n        flags: [-l, -P]\n"+
 		"  git:\n    binary: $T/bin/tool\n    allow:\n      - subcommand: [pull]\n", "$T", dir), 0o600)
 	var gotForced []bool
 	introspect := func(ctx context.Context, c *Config, forced bool) (policy.Helps, error) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // loadFixture writes a config naming a token file and an env file, and
@@ -19,7 +21,7 @@ func loadFixture(t *testing.T) (path, dir string) {
 	t.Helper()
 	dir = fixture(t)
 	path = filepath.Join(dir, "config.yaml")
-	write(t, path, strings.ReplaceAll(base+"  auth_token_file: $T/tok/a\ntools:\n  git:\n    binary: $T/bin/tool\n    env_files: [\"$T/env/good.env\"]\n    allow:\n      - subcommand: [pull]\n", "$T", dir), 0o600)
+	configtest.WriteFile(t, path, strings.ReplaceAll(base+"  auth_token_file: $T/tok/a\ntools:\n  git:\n    binary: $T/bin/tool\n    env_files: [\"$T/env/good.env\"]\n    allow:\n      - subcommand: [pull]\n", "$T", dir), 0o600)
 	return path, dir
 }
 
@@ -67,17 +69,17 @@ func TestLoadFileHashCoversEveryFileRead(t *testing.T) {
 	}{
 		{"rewriting the same config bytes", func(t *testing.T, dir, path string) {
 			data, _ := os.ReadFile(path)
-			write(t, path, string(data), 0o600)
+			configtest.WriteFile(t, path, string(data), 0o600)
 		}, false},
 		{"a comment added to the config", func(t *testing.T, dir, path string) {
 			data, _ := os.ReadFile(path)
-			write(t, path, string(data)+"# note\n", 0o600)
+			configtest.WriteFile(t, path, string(data)+"# note\n", 0o600)
 		}, true},
 		{"a rotated token", func(t *testing.T, dir, path string) {
-			write(t, filepath.Join(dir, "tok/a"), "rotated\n", 0o600)
+			configtest.WriteFile(t, filepath.Join(dir, "tok/a"), "rotated\n", 0o600)
 		}, true},
 		{"an env file's new value", func(t *testing.T, dir, path string) {
-			write(t, filepath.Join(dir, "env/good.env"), "A=2\n", 0o600)
+			configtest.WriteFile(t, filepath.Join(dir, "env/good.env"), "A=2\n", 0o600)
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,7 +100,7 @@ func TestLoadFileTokenModes(t *testing.T) {
 	missing := func(t *testing.T) (string, string) {
 		path, dir := loadFixture(t)
 		tok := filepath.Join(dir, "new", "mcp-token")
-		write(t, path, strings.Replace(readFile(t, path), filepath.Join(dir, "tok/a"), tok, 1), 0o600)
+		configtest.WriteFile(t, path, strings.Replace(string(configtest.ReadFile(t, path)), filepath.Join(dir, "tok/a"), tok, 1), 0o600)
 		return path, tok
 	}
 	t.Run("a reload refuses a missing token file at its field", func(t *testing.T) {
@@ -117,7 +119,7 @@ func TestLoadFileTokenModes(t *testing.T) {
 		if !slices.Equal(l.Created, []string{tok}) || len(l.MCPToken) != 64 {
 			t.Fatalf("Created %q, token %q", l.Created, l.MCPToken)
 		}
-		if got := strings.TrimSpace(readFile(t, tok)); got != l.MCPToken {
+		if got := strings.TrimSpace(string(configtest.ReadFile(t, tok))); got != l.MCPToken {
 			t.Errorf("token in the file %q, loaded %q", got, l.MCPToken)
 		}
 		for p, want := range map[string]os.FileMode{tok: 0o600, filepath.Dir(tok): 0o700 | os.ModeDir} {
@@ -133,12 +135,12 @@ func TestLoadFileTokenModes(t *testing.T) {
 		t.Parallel()
 		path, dir := loadFixture(t)
 		fresh := filepath.Join(dir, "new", "desk-token")
-		write(t, path, strings.Replace(readFile(t, path), "mcp:\n", "mcp:\n  elicit_clients:\n    - {name: Desk, token_file: "+fresh+"}\n    - {name: Phone, token_file: "+filepath.Join(dir, "tok/b")+"}\n", 1), 0o600)
+		configtest.WriteFile(t, path, strings.Replace(string(configtest.ReadFile(t, path)), "mcp:\n", "mcp:\n  elicit_clients:\n    - {name: Desk, token_file: "+fresh+"}\n    - {name: Phone, token_file: "+filepath.Join(dir, "tok/b")+"}\n", 1), 0o600)
 		if l := load(t, path, &LoadOptions{Tokens: TokensOptional}); len(l.ElicitTokens) != 1 || l.ElicitTokens["beta-token"] != "Phone" {
 			t.Errorf("validate: ElicitTokens %v, want only Phone's (the missing file left out)", l.ElicitTokens)
 		}
 		l := load(t, path, &LoadOptions{Tokens: TokensCreate})
-		desk := strings.TrimSpace(readFile(t, fresh))
+		desk := strings.TrimSpace(string(configtest.ReadFile(t, fresh)))
 		if !slices.Contains(l.Created, fresh) || len(desk) != 64 || l.ElicitTokens[desk] != "Desk" || l.ElicitTokens["beta-token"] != "Phone" || len(l.ElicitTokens) != 2 {
 			t.Errorf("start-up: Created %q, ElicitTokens %v", l.Created, l.ElicitTokens)
 		}
@@ -182,11 +184,11 @@ func TestLoadFileReadsOnlyRegularFilesOfBoundedSize(t *testing.T) {
 			return path
 		}, "config.yaml: cannot read config: is not a regular file but a named pipe"},
 		{"a token file that is a device", func(t *testing.T, dir, path string) string {
-			write(t, path, strings.Replace(readFile(t, path), filepath.Join(dir, "tok/a"), "/dev/zero", 1), 0o600)
+			configtest.WriteFile(t, path, strings.Replace(string(configtest.ReadFile(t, path)), filepath.Join(dir, "tok/a"), "/dev/zero", 1), 0o600)
 			return path
 		}, "/dev/zero: is not a regular file but a device"},
 		{"an env file over 1 MiB", func(t *testing.T, dir, path string) string {
-			write(t, filepath.Join(dir, "env/good.env"), "A="+strings.Repeat("x", 1<<20)+"\n", 0o600)
+			configtest.WriteFile(t, filepath.Join(dir, "env/good.env"), "A="+strings.Repeat("x", 1<<20)+"\n", 0o600)
 			return path
 		}, "env/good.env: is 1048579 bytes; at most 1048576 are read"},
 	} {
@@ -240,13 +242,4 @@ func fifo(t *testing.T, path string) {
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // Files that decide what runs are refused when anyone but their owner may
@@ -85,7 +87,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
 				mkdir(t, filepath.Join(dir, "open/sub"), 0o700)
-				write(t, filepath.Join(dir, "open/sub/tool"), "#!/bin/sh\n", 0o755)
+				configtest.WriteFile(t, filepath.Join(dir, "open/sub/tool"), "#!/bin/sh\n", 0o755)
 				return "tools:\n  git:\n    binary: $T/open/sub/tool\n"
 			},
 			path: "tools.git.binary", contains: "open/sub/tool is under $T/open, which group or others may write, so they could put another program in its place; fix with: chmod go-w $T/open",
@@ -96,7 +98,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "shared"), 0o777|os.ModeSticky)
 				chown(t, filepath.Join(dir, "shared"), nobody)
-				write(t, filepath.Join(dir, "shared/tool"), "#!/bin/sh\n", 0o755)
+				configtest.WriteFile(t, filepath.Join(dir, "shared/tool"), "#!/bin/sh\n", 0o755)
 				return "tools:\n  git:\n    binary: $T/shared/tool\n"
 			},
 			path: "tools.git.binary", contains: "$T/shared is owned by uid 65534",
@@ -105,7 +107,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			name: "a symlinked binary whose target's folder others may write",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
-				write(t, filepath.Join(dir, "open/real"), "#!/bin/sh\n", 0o755)
+				configtest.WriteFile(t, filepath.Join(dir, "open/real"), "#!/bin/sh\n", 0o755)
 				if err := os.Symlink(filepath.Join(dir, "open/real"), filepath.Join(dir, "bin/link")); err != nil {
 					t.Fatal(err)
 				}
@@ -117,7 +119,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			name: "an upstream command by path under a folder others may write",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
-				write(t, filepath.Join(dir, "open/srv"), "#!/bin/sh\n", 0o755)
+				configtest.WriteFile(t, filepath.Join(dir, "open/srv"), "#!/bin/sh\n", 0o755)
 				return "mcp_servers:\n  fs:\n    command: $T/open/srv\n"
 			},
 			path: "mcp_servers.fs.command", contains: "open/srv is under $T/open",
@@ -126,7 +128,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			name: "an upstream command found in a PATH folder others may write",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
-				write(t, filepath.Join(dir, "open/srv"), "#!/bin/sh\n", 0o755)
+				configtest.WriteFile(t, filepath.Join(dir, "open/srv"), "#!/bin/sh\n", 0o755)
 				return "mcp_servers:\n  fs:\n    command: srv\n    env: {PATH: $T/open}\n"
 			},
 			path: "mcp_servers.fs.command", contains: "open/srv is under $T/open",
@@ -134,7 +136,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 		{
 			name: "an upstream script others may write",
 			setup: func(t *testing.T, dir string) string {
-				write(t, filepath.Join(dir, "dir/server.py"), "print(1)\n", 0o646)
+				configtest.WriteFile(t, filepath.Join(dir, "dir/server.py"), "print(1)\n", 0o646)
 				return "mcp_servers:\n  fs:\n    command: /bin/sh\n    args: [-u, $T/dir/server.py]\n"
 			},
 			path: "mcp_servers.fs.args[1]", contains: "dir/server.py is writable by group or others",
@@ -143,7 +145,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			name: "a relative upstream script, taken from its working_dir, under a folder others may write",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
-				write(t, filepath.Join(dir, "open/server.py"), "print(1)\n", 0o600)
+				configtest.WriteFile(t, filepath.Join(dir, "open/server.py"), "print(1)\n", 0o600)
 				return "mcp_servers:\n  fs:\n    command: /bin/sh\n    args: [server.py]\n    working_dir: $T/open\n"
 			},
 			path: "mcp_servers.fs.args[0]", contains: "open/server.py is under $T/open",
@@ -153,7 +155,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
 				mkdir(t, filepath.Join(dir, "open/hooks"), 0o700)
-				write(t, filepath.Join(dir, "open/hooks/notify"), "#!/bin/sh\n", 0o755)
+				configtest.WriteFile(t, filepath.Join(dir, "open/hooks/notify"), "#!/bin/sh\n", 0o755)
 				return "  on_request: [$T/open/hooks/notify, \"{id}\"]\n"
 			},
 			path: "mcp.on_request[0]", contains: "open/hooks/notify is under $T/open",
@@ -162,7 +164,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			name: "a hook's script under a folder others may write",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
-				write(t, filepath.Join(dir, "open/notify.py"), "print(1)\n", 0o600)
+				configtest.WriteFile(t, filepath.Join(dir, "open/notify.py"), "print(1)\n", 0o600)
 				return "  on_request: [/bin/sh, open/notify.py]\n"
 			},
 			path: "mcp.on_request[1]", contains: "open/notify.py is under $T/open",
@@ -170,7 +172,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 		{
 			name: "a request log others may write",
 			setup: func(t *testing.T, dir string) string {
-				write(t, filepath.Join(dir, "requests.jsonl"), "", 0o622)
+				configtest.WriteFile(t, filepath.Join(dir, "requests.jsonl"), "", 0o622)
 				return "  request_log: $T/requests.jsonl\n"
 			},
 			path: "mcp.request_log", contains: "requests.jsonl is writable by group or others",
@@ -178,8 +180,8 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 		{
 			name: "a grants key others may read",
 			setup: func(t *testing.T, dir string) string {
-				write(t, filepath.Join(dir, "requests.jsonl"), "", 0o600)
-				write(t, filepath.Join(dir, "grants.key"), strings.Repeat("k", 32), 0o640)
+				configtest.WriteFile(t, filepath.Join(dir, "requests.jsonl"), "", 0o600)
+				configtest.WriteFile(t, filepath.Join(dir, "grants.key"), strings.Repeat("k", 32), 0o640)
 				return "  request_log: $T/requests.jsonl\n"
 			},
 			path: "mcp.request_log", contains: "grants.key is readable by group or others, and it holds a secret; fix with: chmod 600 ",
@@ -195,7 +197,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 		{
 			name: "an overrides file others may write",
 			setup: func(t *testing.T, dir string) string {
-				write(t, filepath.Join(dir, "git-overrides.yaml"), "subcommands: {}\n", 0o646)
+				configtest.WriteFile(t, filepath.Join(dir, "git-overrides.yaml"), "subcommands: {}\n", 0o646)
 				return tool("    introspection:\n      overrides_file: $T/git-overrides.yaml\n")
 			},
 			path: "tools.git.introspection.overrides_file", contains: "git-overrides.yaml is writable by group or others",
@@ -231,7 +233,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			name: "an env file reached through a symlink into an open folder",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "open"), 0o777)
-				write(t, filepath.Join(dir, "open/real.env"), "A=1\n", 0o600)
+				configtest.WriteFile(t, filepath.Join(dir, "open/real.env"), "A=1\n", 0o600)
 				if err := os.Symlink(filepath.Join(dir, "open/real.env"), filepath.Join(dir, "env/link.env")); err != nil {
 					t.Fatal(err)
 				}
@@ -268,7 +270,7 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 		dir := fixture(t)
 		mkdir(t, filepath.Join(dir, "shared"), 0o777|os.ModeSticky)
 		mkdir(t, filepath.Join(dir, "shared/mine"), 0o700)
-		write(t, filepath.Join(dir, "shared/mine/tool"), "#!/bin/sh\n", 0o755)
+		configtest.WriteFile(t, filepath.Join(dir, "shared/mine/tool"), "#!/bin/sh\n", 0o755)
 		mustParse(t, dir, base+"tools:\n  git:\n    binary: $T/shared/mine/tool\n")
 	})
 
@@ -311,7 +313,7 @@ func TestLoadRefusesAConfigOthersControl(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := filepath.Join(dir, "config.yaml")
-			write(t, cfg, base, 0o600)
+			configtest.WriteFile(t, cfg, base, 0o600)
 			path := tc.setup(t, dir, cfg)
 			_, err := LoadFile(t.Context(), path, &LoadOptions{Paths: &Options{Home: dir}})
 			var e *Error
@@ -395,14 +397,6 @@ func chown(t *testing.T, path string, uid int) {
 func mkdir(t *testing.T, path string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Mkdir(path, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	chmod(t, path, mode)
-}
-
-func write(t *testing.T, path, body string, mode os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	chmod(t, path, mode)

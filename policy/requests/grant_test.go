@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // decided is when the grants of these tests are decided: t0 as a decision
@@ -99,7 +101,7 @@ func TestDecideWritesASignedGrantLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path, id := granted(t, tc.req, tc.grant)
-			ls := lines(t, readFile(t, path))
+			ls := lines(t, configtest.ReadFile(t, path))
 			if len(ls) != 2 {
 				t.Fatalf("the log has %d lines, want 2", len(ls))
 			}
@@ -130,7 +132,7 @@ func TestDecideWritesASignedGrantLine(t *testing.T) {
 				t.Errorf("folded record %s, want approved with grant %+v", show([]*Record{r}), tc.grant)
 			}
 
-			key := readFile(t, KeyPath(path))
+			key := configtest.ReadFile(t, KeyPath(path))
 			info, err := os.Stat(KeyPath(path))
 			if err != nil || len(key) != keySize || info.Mode().Perm() != 0o600 {
 				t.Errorf("grants.key: %d bytes, mode %v, %v; want 32 bytes, 0600", len(key), info.Mode(), err)
@@ -169,13 +171,13 @@ func TestDecideRefusesAnInvalidGrant(t *testing.T) {
 			t.Parallel()
 			path := logPath(t)
 			id := submit(t, path, tc.req).ID
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			tc.d.DecidedBy = "cli"
 			err := Decide(t.Context(), path, id, tc.d, t0)
 			if !errors.Is(err, ErrInvalidGrant) || !strings.Contains(err.Error(), id) {
 				t.Errorf("Decide: err %v, want ErrInvalidGrant naming %s", err, id)
 			}
-			if after := readFile(t, path); !bytes.Equal(after, before) {
+			if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 				t.Errorf("a refused Decide wrote %q", after[len(before):])
 			}
 		})
@@ -188,7 +190,7 @@ func TestSubmitAnExactCall(t *testing.T) {
 	req := pushRequest()
 	req.Call = exactCall()
 	first := submit(t, path, req)
-	ls := lines(t, readFile(t, path))
+	ls := lines(t, configtest.ReadFile(t, path))
 	m := object(t, ls[0])
 	if got, want := keys(m), []string{"call", "created_at", "enables", "flags", "id", "rationale", "status", "subcommand", "tool"}; !slices.Equal(got, want) {
 		t.Fatalf("fields %q, want exactly %q", got, want)
@@ -271,8 +273,8 @@ func TestSubmitRefusesAnInvalidCall(t *testing.T) {
 			if _, err := Submit(t.Context(), path, r, t0); !errors.Is(err, ErrInvalidCall) {
 				t.Errorf("Submit: err %v, want ErrInvalidCall", err)
 			}
-			if _, err := os.Stat(path); err == nil && len(readFile(t, path)) != 0 {
-				t.Errorf("a refused Submit wrote %q", readFile(t, path))
+			if _, err := os.Stat(path); err == nil && len(configtest.ReadFile(t, path)) != 0 {
+				t.Errorf("a refused Submit wrote %q", configtest.ReadFile(t, path))
 			}
 		})
 	}
@@ -296,7 +298,7 @@ func TestSubmitRefusesALineReadersWouldSkip(t *testing.T) {
 	if _, err := Submit(t.Context(), path, r, t0); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Submit of a %d-byte rationale: err %v, want ErrTooLarge", len(r.Rationale), err)
 	}
-	if data := readFile(t, path); len(data) != 0 {
+	if data := configtest.ReadFile(t, path); len(data) != 0 {
 		t.Errorf("the refused Submit wrote %d bytes", len(data))
 	}
 }
@@ -415,7 +417,7 @@ func TestWritersRacingToCreateTheKeyAgree(t *testing.T) {
 			t.Errorf("writer %d: key %x, %v; want %x like the others", i, keys[i], errs[i], keys[0])
 		}
 	}
-	if got := readFile(t, KeyPath(path)); !bytes.Equal(got, keys[0]) {
+	if got := configtest.ReadFile(t, KeyPath(path)); !bytes.Equal(got, keys[0]) {
 		t.Errorf("grants.key holds %x, want %x", got, keys[0])
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
@@ -427,7 +429,7 @@ func TestWritersRacingToCreateTheKeyAgree(t *testing.T) {
 // tamper edits the log at path: line i (from 0) becomes edit(line).
 func tamper(t *testing.T, path string, i int, edit func(string) string) {
 	t.Helper()
-	ls := lines(t, readFile(t, path))
+	ls := lines(t, configtest.ReadFile(t, path))
 	ls[i] = edit(ls[i])
 	if err := os.WriteFile(path, []byte(strings.Join(ls, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -545,7 +547,7 @@ func TestAGrantLineMovedToAnotherRequestGrantsNothing(t *testing.T) {
 	t.Parallel()
 	path, a := granted(t, pushRequest(), onceGrant())
 	b := submit(t, path, Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--mirror"}, Rationale: "why"}).ID
-	ls := lines(t, readFile(t, path))
+	ls := lines(t, configtest.ReadFile(t, path))
 	appendRaw(t, path, strings.Replace(ls[1], a, b, 1)+"\n")
 	if r, warns := record(t, path, b); r.Status != StatusPending || r.Grant != nil || len(warns) != 1 || warns[0].Line != 4 {
 		t.Errorf("record %s, warnings %v; want %s pending and a warning for line 4", show([]*Record{r}), warns, b)
@@ -559,10 +561,10 @@ func TestAGrantLineFromAnotherLogGrantsNothing(t *testing.T) {
 	t.Parallel()
 	path, _ := granted(t, pushRequest(), onceGrant())
 	other, id := granted(t, Request{Tool: "git", Subcommand: []string{"fetch"}, Rationale: "why"}, onceGrant())
-	if bytes.Equal(readFile(t, KeyPath(path)), readFile(t, KeyPath(other))) {
+	if bytes.Equal(configtest.ReadFile(t, KeyPath(path)), configtest.ReadFile(t, KeyPath(other))) {
 		t.Fatal("two logs drew the same key")
 	}
-	appendRaw(t, path, string(readFile(t, other)))
+	appendRaw(t, path, string(configtest.ReadFile(t, other)))
 	r, warns := record(t, path, id)
 	if r.Status != StatusPending || r.Grant != nil || len(warns) != 1 || warns[0].Line != 4 {
 		t.Errorf("record %s, warnings %v; want it pending and a warning for line 4", show([]*Record{r}), warns)
@@ -635,7 +637,7 @@ func TestASignedGrantThatBreaksTheRulesGrantsNothing(t *testing.T) {
 			writeKey(t, path, testKey)
 			id := submit(t, path, tc.req).ID
 			tc.d.ID = id
-			appendRaw(t, path, signedLine(t, testKey, lines(t, readFile(t, path))[0], tc.d)+"\n")
+			appendRaw(t, path, signedLine(t, testKey, lines(t, configtest.ReadFile(t, path))[0], tc.d)+"\n")
 			r, warns := record(t, path, id)
 			if tc.valid {
 				if r.Status != StatusApproved || r.Grant == nil || len(warns) != 0 {
@@ -670,7 +672,7 @@ func TestUsedAtLinesMustRepeatTheGrant(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path, id := granted(t, pushRequest(), tc.grant)
-			ls := lines(t, readFile(t, path))
+			ls := lines(t, configtest.ReadFile(t, path))
 			var l line
 			if err := json.Unmarshal([]byte(ls[1]), &l); err != nil {
 				t.Fatal(err)
@@ -679,7 +681,7 @@ func TestUsedAtLinesMustRepeatTheGrant(t *testing.T) {
 			g := *d.Grant
 			g.UsedAt, d.Grant = &used, &g
 			tc.edit(&d)
-			appendRaw(t, path, signedLine(t, readFile(t, KeyPath(path)), ls[0], d)+"\n")
+			appendRaw(t, path, signedLine(t, configtest.ReadFile(t, KeyPath(path)), ls[0], d)+"\n")
 			r, warns := record(t, path, id)
 			if r.Status != StatusApproved || r.Grant == nil {
 				t.Fatalf("record %s, want the grant approved still", show([]*Record{r}))
@@ -700,14 +702,14 @@ func TestUsedAtLinesMustRepeatTheGrant(t *testing.T) {
 func TestFoldWithoutAKeyIgnoresGrants(t *testing.T) {
 	t.Parallel()
 	path, id := granted(t, pushRequest(), onceGrant())
-	recs, warns, err := Fold(bytes.NewReader(readFile(t, path)))
+	recs, warns, err := Fold(bytes.NewReader(configtest.ReadFile(t, path)))
 	if err != nil || len(recs) != 1 || recs[0].Status != StatusPending || recs[0].Grant != nil {
 		t.Errorf("Fold = %s, %v; want %s pending", show(recs), err, id)
 	}
 	if len(warns) != 1 || !strings.Contains(warns[0].Err, "no grants key") {
 		t.Errorf("warnings %v, want one saying there is no grants key", warns)
 	}
-	recs, warns, err = FoldKeyed(bytes.NewReader(readFile(t, path)), readFile(t, KeyPath(path)))
+	recs, warns, err = FoldKeyed(bytes.NewReader(configtest.ReadFile(t, path)), configtest.ReadFile(t, KeyPath(path)))
 	if err != nil || len(warns) != 0 || len(recs) != 1 || recs[0].Grant == nil {
 		t.Errorf("FoldKeyed = %s, %v, %v; want the grant", show(recs), warns, err)
 	}
@@ -720,7 +722,7 @@ func TestDecideRecordsTheClient(t *testing.T) {
 	if err := Decide(t.Context(), path, id, Decision{Status: StatusApproved, DecidedBy: "client", Client: "claude", Grant: onceGrant()}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if m := object(t, lines(t, readFile(t, path))[1]); string(m["client"]) != `"claude"` {
+	if m := object(t, lines(t, configtest.ReadFile(t, path))[1]); string(m["client"]) != `"claude"` {
 		t.Errorf("client = %s, want \"claude\"", m["client"])
 	}
 	r, warns := record(t, path, id)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // readSlack is what a Log may read beyond the bytes appended since its last
@@ -56,7 +58,7 @@ func pendingLog(t *testing.T, n int) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	writePending(t, dir+"/log", n)
-	return readFile(t, dir+"/log")
+	return configtest.ReadFile(t, dir+"/log")
 }
 
 func TestWritesKeepHTMLCharactersRaw(t *testing.T) {
@@ -91,7 +93,7 @@ func TestWritesKeepHTMLCharactersRaw(t *testing.T) {
 			t.Parallel()
 			path := logPath(t)
 			tc.write(t, path)
-			data := readFile(t, path)
+			data := configtest.ReadFile(t, path)
 			for _, w := range tc.want {
 				if !bytes.Contains(data, []byte(w)) {
 					t.Errorf("the log does not hold %s as written:\n%s", w, data)
@@ -121,7 +123,7 @@ func TestWritesOfHTMLCharactersStaySmall(t *testing.T) {
 	if err := Decide(t.Context(), path, s.ID, Decision{Status: StatusDenied, Reason: rationale, Applied: false, DecidedBy: "cli"}, t0); err != nil {
 		t.Fatal(err)
 	}
-	size, limit := len(readFile(t, path)), 2*len(rationale)*11/10
+	size, limit := len(configtest.ReadFile(t, path)), 2*len(rationale)*11/10
 	if size > limit {
 		t.Errorf("a request and a decision with %d bytes of <> each take %d bytes, want at most %d", len(rationale), size, limit)
 	}
@@ -381,7 +383,7 @@ func TestLogRepairsATornLineOnce(t *testing.T) {
 			if want := []Warning{{2, "not a complete JSON object"}}; !slices.Equal(warns, want) {
 				t.Errorf("warnings %v, want %v", warns, want)
 			}
-			if ls := lines(t, readFile(t, path)); len(ls) != 3 || ls[1] != torn {
+			if ls := lines(t, configtest.ReadFile(t, path)); len(ls) != 3 || ls[1] != torn {
 				t.Fatalf("log lines:\n%s\nwant the first record, the torn fragment alone on line 2, then the second", strings.Join(ls, "\n"))
 			}
 			for _, r := range []Request{{Tool: "third", Subcommand: []string{}, Rationale: "why"}, second} {
@@ -425,7 +427,7 @@ func TestLogRebuildsForAnotherInodeThatLooksTheSame(t *testing.T) {
 	first := logSubmit(t, l, Request{Tool: "first", Subcommand: []string{}, Rationale: "why"})
 	logSubmit(t, l, Request{Tool: "second", Subcommand: []string{}, Rationale: "why"})
 	const other = "req_0000000f"
-	data := bytes.Replace(readFile(t, path), []byte(first.ID), []byte(other), 1)
+	data := bytes.Replace(configtest.ReadFile(t, path), []byte(first.ID), []byte(other), 1)
 	if err := os.WriteFile(path+".new", data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +498,7 @@ func TestLogSharedByGoroutinesFilesARequestOnce(t *testing.T) {
 	if fresh != 1 {
 		t.Errorf("%d submits filed a new request, want exactly 1", fresh)
 	}
-	if ls := lines(t, readFile(t, path)); len(ls) != 1 {
+	if ls := lines(t, configtest.ReadFile(t, path)); len(ls) != 1 {
 		t.Errorf("the log has %d lines, want 1", len(ls))
 	}
 }

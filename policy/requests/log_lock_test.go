@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/jsonl"
 	"github.com/wraptool/wraptool/policy/jsonl/jsonltest"
 )
@@ -78,7 +79,7 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 			path := logPath(t)
 			l := Open(path)
 			held := logSubmit(t, l, Request{Tool: "held", Subcommand: []string{}, Rationale: "why"}).ID
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			release := jsonltest.HoldLock(t, path)
 			if tc.busy {
 				busy := make(chan struct{})
@@ -101,8 +102,46 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 			if took > 1500*time.Millisecond {
 				t.Errorf("the call returned after %v, want soon after the context ended (200 ms)", took)
 			}
-			if after := readFile(t, path); !bytes.Equal(after, before) {
+			if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 				t.Errorf("the log changed while another writer held the lock:\n got %q\nwant %q", after, before)
+			}
+		})
+	}
+}
+
+// Only waiting ends with the context: a call whose context is already done
+// still takes a free turn and a free lock, as jsonl.Lock does, so a
+// shutdown's last write is not refused for want of a wait it never needs.
+func TestACallWithADoneContextTakesAFreeTurn(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		call func(ctx context.Context, l *Log, held string) error
+	}{
+		{"Log.Submit records the request",
+			func(ctx context.Context, l *Log, _ string) error {
+				_, err := l.Submit(ctx, Request{Tool: "new", Subcommand: []string{}, Rationale: "why"}, t0)
+				return err
+			}},
+		{"Log.Decide records the decision",
+			func(ctx context.Context, l *Log, held string) error {
+				return l.Decide(ctx, held, Decision{Status: StatusDenied, Reason: "", Applied: false, DecidedBy: "cli"}, t0)
+			}},
+		{"Log.Records reads the log",
+			func(ctx context.Context, l *Log, _ string) error {
+				_, _, err := l.Records(ctx)
+				return err
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := Open(logPath(t))
+			held := logSubmit(t, l, Request{Tool: "held", Subcommand: []string{}, Rationale: "why"}).ID
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := tc.call(ctx, l, held); err != nil {
+				t.Errorf("the call with a done context = %v, want nil: its turn was free", err)
 			}
 		})
 	}
@@ -131,7 +170,7 @@ func TestWritersGiveUpOnALockHeldTooLong(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "requests.jsonl")
 			l := Open(path)
 			held := logSubmit(t, l, Request{Tool: "held", Subcommand: []string{}, Rationale: "why"}).ID
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			release := jsonltest.HoldLock(t, path)
 			took, err := callWithin(t, 3*jsonl.LockTimeout, release, func() error { return tc.call(l, held) })
 			if !errors.Is(err, jsonl.ErrLockTimeout) {
@@ -144,7 +183,7 @@ func TestWritersGiveUpOnALockHeldTooLong(t *testing.T) {
 			if took < jsonl.LockTimeout {
 				t.Errorf("gave up after %v, want no sooner than %v", took, jsonl.LockTimeout)
 			}
-			if after := readFile(t, path); !bytes.Equal(after, before) {
+			if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 				t.Errorf("the log changed while another writer held the lock:\n got %q\nwant %q", after, before)
 			}
 			release()

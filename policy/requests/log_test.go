@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
 // The helper process: TestConcurrentWritersAcrossProcesses re-executes this
@@ -45,15 +47,6 @@ func submit(t *testing.T, path string, r Request) Submitted {
 		t.Fatalf("Submit(t.Context(), %+v): %v", r, err)
 	}
 	return s
-}
-
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 // lines splits a log into its lines, requiring the final newline.
@@ -133,7 +126,7 @@ func TestSubmitWritesOneRequestLine(t *testing.T) {
 			if !idPattern.MatchString(s.ID) || s.Existing || len(s.Warnings) != 0 {
 				t.Fatalf("Submit = %+v, want a fresh req_xxxxxxxx id and no warnings", s)
 			}
-			ls := lines(t, readFile(t, path))
+			ls := lines(t, configtest.ReadFile(t, path))
 			if len(ls) != 1 {
 				t.Fatalf("the log has %d lines, want 1:\n%s", len(ls), strings.Join(ls, "\n"))
 			}
@@ -230,9 +223,9 @@ func TestSubmitFindsTheIdenticalPendingRequest(t *testing.T) {
 			t.Parallel()
 			path := logPath(t)
 			first := submit(t, path, base)
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			got := submit(t, path, tc.req)
-			after := readFile(t, path)
+			after := configtest.ReadFile(t, path)
 			if tc.identical {
 				if !got.Existing || got.ID != first.ID {
 					t.Errorf("Submit = %+v, want Existing with id %s", got, first.ID)
@@ -305,12 +298,12 @@ func TestSubmitPendingLimit(t *testing.T) {
 	ids := writePending(t, path, MaxPending)
 	fresh := Request{Tool: "fresh", Subcommand: []string{"x"}, Rationale: "why"}
 
-	before := readFile(t, path)
+	before := configtest.ReadFile(t, path)
 	_, err := Submit(t.Context(), path, fresh, t0)
 	if !errors.Is(err, ErrPendingLimit) {
 		t.Fatalf("Submit with %d pending: err %v, want ErrPendingLimit", MaxPending, err)
 	}
-	if after := readFile(t, path); !bytes.Equal(after, before) {
+	if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 		t.Errorf("a refused Submit wrote %d bytes", len(after)-len(before))
 	}
 
@@ -352,7 +345,7 @@ func TestDecideWritesADecisionLine(t *testing.T) {
 			if err := Decide(t.Context(), path, s.ID, Decision{Status: tc.status, Reason: tc.reason, Applied: tc.applied, DecidedBy: "cli"}, decided); err != nil {
 				t.Fatal(err)
 			}
-			ls := lines(t, readFile(t, path))
+			ls := lines(t, configtest.ReadFile(t, path))
 			if len(ls) != 2 {
 				t.Fatalf("the log has %d lines, want 2", len(ls))
 			}
@@ -407,7 +400,7 @@ func TestDecideRefuses(t *testing.T) {
 			if id == "" && !tc.unknown {
 				id = s.ID
 			}
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			err := Decide(t.Context(), path, id, Decision{Status: tc.status, Reason: "r", Applied: true, DecidedBy: "cli"}, t0)
 			if err == nil {
 				t.Fatal("Decide succeeded, want an error")
@@ -415,7 +408,7 @@ func TestDecideRefuses(t *testing.T) {
 			if got := errors.Is(err, ErrUnknownID); got != tc.unknown {
 				t.Errorf("errors.Is(%v, ErrUnknownID) = %v, want %v", err, got, tc.unknown)
 			}
-			if after := readFile(t, path); !bytes.Equal(after, before) {
+			if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 				t.Errorf("a refused Decide wrote %q", after[len(before):])
 			}
 		})
@@ -514,7 +507,7 @@ func TestSubmitRepairsATornLine(t *testing.T) {
 			f.Close()
 
 			tc.write(t, path, first.ID)
-			ls := lines(t, readFile(t, path))
+			ls := lines(t, configtest.ReadFile(t, path))
 			if len(ls) != 3 || ls[1] != tc.torn {
 				t.Fatalf("log lines:\n%s\nwant the first record, the torn fragment %q alone on line 2, then the new record", strings.Join(ls, "\n"), tc.torn)
 			}
@@ -648,7 +641,7 @@ func TestConcurrentSubmitsOfOneRequestFileItOnce(t *testing.T) {
 	if fresh != 1 {
 		t.Errorf("%d submits filed a new request, want exactly 1", fresh)
 	}
-	if ls := lines(t, readFile(t, path)); len(ls) != 1 {
+	if ls := lines(t, configtest.ReadFile(t, path)); len(ls) != 1 {
 		t.Errorf("the log has %d lines, want 1", len(ls))
 	}
 }
@@ -741,7 +734,7 @@ func TestConcurrentWritersAcrossProcesses(t *testing.T) {
 		t.Fatalf("helper process: %v\n%s", err, stderr.Bytes())
 	}
 
-	ls := lines(t, readFile(t, path))
+	ls := lines(t, configtest.ReadFile(t, path))
 	want := 1 + goroutines*perWorker + inHelper
 	if len(ls) != want {
 		t.Errorf("the log has %d lines, want %d (the torn one and every request)", len(ls), want)
@@ -793,12 +786,12 @@ func TestDecideRefusesADecidedRequest(t *testing.T) {
 	if err := Decide(t.Context(), path, s.ID, Decision{Status: StatusDenied, Reason: "no", Applied: false, DecidedBy: "cli"}, t0); err != nil {
 		t.Fatal(err)
 	}
-	before := readFile(t, path)
+	before := configtest.ReadFile(t, path)
 	err := Decide(t.Context(), path, s.ID, Decision{Status: StatusApproved, Reason: "", Applied: true, DecidedBy: "cli"}, t0)
 	if !errors.Is(err, ErrDecided) {
 		t.Errorf("second decision: error %v, want ErrDecided", err)
 	}
-	if after := readFile(t, path); !bytes.Equal(after, before) {
+	if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 		t.Errorf("a refused decision wrote to the log:\n%s", after)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/wraptool/wraptool/policy/jsonl"
 )
 
@@ -43,11 +45,10 @@ type Log struct {
 	path    string
 	waiting func() // see OnLockWait; nil for none
 
-	// turn is held (a value in it) by the call using the fields below:
-	// a one-slot semaphore rather than a sync.Mutex, so that a call
-	// queued behind another one stuck on the flock still ends with its
-	// context.
-	turn   chan struct{}
+	// turn is held by the call using the fields below: a semaphore of
+	// one rather than a sync.Mutex, so that a call queued behind another
+	// one stuck on the flock still ends with its context.
+	turn   *semaphore.Weighted
 	fold   *folder // what the file held up to offset; nil before the first call
 	dev    uint64  // the device and inode of the file folded
 	ino    uint64
@@ -76,7 +77,7 @@ const markBytes = 64
 // creates the file (mode 0600, in a 0700 folder) when it is missing, and
 // folds it whole.
 func Open(path string) *Log {
-	return &Log{path: path, turn: make(chan struct{}, 1), used: map[string]time.Time{}}
+	return &Log{path: path, turn: semaphore.NewWeighted(1), used: map[string]time.Time{}}
 }
 
 // OnLockWait sets fn to be called whenever a call finds the file locked by
@@ -322,17 +323,14 @@ func (l *Log) useKey(key []byte) {
 // turn is taken even when ctx is already done, as jsonl.Lock takes a free
 // lock: only waiting ends with ctx.
 func (l *Log) take(ctx context.Context) (release func(), err error) {
-	select {
-	case l.turn <- struct{}{}:
-		return func() { <-l.turn }, nil
-	default:
+	// Acquire fails on a done context even when the turn is free, so the
+	// free turn is tried first.
+	if !l.turn.TryAcquire(1) {
+		if err := l.turn.Acquire(ctx, 1); err != nil {
+			return nil, fmt.Errorf("request log: lock %s: %w", l.path, err)
+		}
 	}
-	select {
-	case l.turn <- struct{}{}:
-		return func() { <-l.turn }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("request log: lock %s: %w", l.path, ctx.Err())
-	}
+	return func() { l.turn.Release(1) }, nil
 }
 
 // withFile opens the log privately (creating it), locks it, ends a torn

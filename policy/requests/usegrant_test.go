@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/jsonl/jsonltest"
 )
 
 // usedLines counts the lines of the log at path that record a use.
 func usedLines(t *testing.T, path string) int {
 	t.Helper()
-	return strings.Count(string(readFile(t, path)), `"used_at":`)
+	return strings.Count(string(configtest.ReadFile(t, path)), `"used_at":`)
 }
 
 func TestUseGrant(t *testing.T) {
@@ -88,13 +89,13 @@ func TestUseGrant(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path, id := tc.setup(t)
-			before := readFile(t, path)
+			before := configtest.ReadFile(t, path)
 			g, err := Open(path).UseGrant(t.Context(), id, tc.now)
 			if tc.want != nil {
 				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), id) {
 					t.Errorf("UseGrant: err %v, want %v naming %s", err, tc.want, id)
 				}
-				if after := readFile(t, path); !bytes.Equal(after, before) {
+				if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 					t.Errorf("a refused UseGrant wrote %q", after[len(before):])
 				}
 				return
@@ -103,7 +104,7 @@ func TestUseGrant(t *testing.T) {
 			if err != nil || !g.Once || g.UsedAt == nil || !g.UsedAt.Equal(at) {
 				t.Fatalf("UseGrant = %+v, %v; want the once-grant used at %v", g, err, at)
 			}
-			ls := lines(t, readFile(t, path))
+			ls := lines(t, configtest.ReadFile(t, path))
 			if len(ls) != 3 {
 				t.Fatalf("the log has %d lines, want the request, the grant and its use", len(ls))
 			}
@@ -273,14 +274,14 @@ func TestUseGrantThatCannotWriteFails(t *testing.T) {
 	t.Parallel()
 	path, id := granted(t, pushRequest(), onceGrant())
 	l := Open(path)
-	before := readFile(t, path)
+	before := configtest.ReadFile(t, path)
 	release := jsonltest.HoldLock(t, path)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := l.UseGrant(ctx, id, t0); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), path) {
 		t.Errorf("UseGrant with the lock held: err %v, want context.Canceled naming the file", err)
 	}
-	if after := readFile(t, path); !bytes.Equal(after, before) {
+	if after := configtest.ReadFile(t, path); !bytes.Equal(after, before) {
 		t.Errorf("the log changed: %q", after[len(before):])
 	}
 	release()
@@ -294,7 +295,7 @@ func TestUseGrantThatCannotWriteFails(t *testing.T) {
 func TestAReplayedGrantLineStaysUsed(t *testing.T) {
 	t.Parallel()
 	path, id := granted(t, pushRequest(), onceGrant())
-	grantLine := lines(t, readFile(t, path))[1]
+	grantLine := lines(t, configtest.ReadFile(t, path))[1]
 	if _, err := Open(path).UseGrant(t.Context(), id, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func TestALogRemembersAUseAcrossAnOlderCopy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path, id := granted(t, pushRequest(), onceGrant())
-			old := readFile(t, path)
+			old := configtest.ReadFile(t, path)
 			l, other := Open(path), Open(path)
 			if _, _, err := other.Records(t.Context()); err != nil { // sees the grant unused
 				t.Fatal(err)

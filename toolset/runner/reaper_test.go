@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wraptool/wraptool/toolset/toolsettest"
-
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // reaperHelperEnv marks the subprocess TestReaperInASubreaper starts: a

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -270,7 +271,7 @@ func TestRunTimeoutKillsGrandchildren(t *testing.T) {
 			continue // the grandchild had not started yet
 		}
 		pid, _ := strconv.Atoi(string(data))
-		toolsettest.WaitDead(t, pid)
+		waittest.Gone(t, 10*time.Second, pid)
 		return
 	}
 	t.Fatal("the grandchild never started before the timeout, even at 8s")
@@ -293,7 +294,7 @@ func TestRunContextCancelKillsTheProcessGroup(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run did not return after its context was cancelled")
 	}
-	toolsettest.WaitDead(t, pid)
+	waittest.Gone(t, 10*time.Second, pid)
 }
 
 func TestRunWithCancelledContextDoesNotStart(t *testing.T) {
@@ -318,7 +319,7 @@ func TestRunKillsWhatTheChildLeftBehind(t *testing.T) {
 	if res.ExitCode != 0 || res.TimedOut {
 		t.Fatalf("exit %d, timed out %v, err %v; want a clean exit", res.ExitCode, res.TimedOut, res.Err)
 	}
-	toolsettest.WaitDead(t, toolsettest.WaitForPID(t, pidfile))
+	waittest.Gone(t, 10*time.Second, toolsettest.WaitForPID(t, pidfile))
 }
 
 // The child starts in the opened directory itself: renaming the folder after

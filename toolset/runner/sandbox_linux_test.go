@@ -496,7 +496,7 @@ func TestSandboxRuleNeverFollowsATemporaryFileOverAProtectedOne(t *testing.T) {
 		// A call already running when the write completes.
 		done <- j.sh(t, "touch "+ready+"; i=0; while [ ! -e "+goOn+" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; cat "+j.token)
 	}()
-	waitFor(t, ready)
+	waittest.File(t, 10*time.Second, ready)
 	if err := os.Rename(tmp, j.token); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ package toolsettest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/integration/waittest"
 )
 
 // BuildFakeCLI compiles toolset/testdata/fakecli into dir and returns the
@@ -93,29 +96,16 @@ func Alive(pid int) bool {
 // and pidfile modes write it once the process runs) and returns the pid.
 func WaitForPID(t testing.TB, pidfile string) int {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if data, err := os.ReadFile(pidfile); err == nil && len(data) > 0 {
-			pid, _ := strconv.Atoi(string(data))
-			return pid
+	var pid int
+	waittest.Until(t, 20*time.Second, func() error {
+		data, err := os.ReadFile(pidfile)
+		if err != nil || len(data) == 0 {
+			return errors.New("the fixture never wrote its pidfile")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fixture never wrote its pidfile")
-		}
-		time.Sleep(10 * time.Millisecond) // polling a file: no event to wait on
-	}
-}
-
-// WaitDead polls until pid is gone (or a zombie), with a deadline.
-func WaitDead(t testing.TB, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the process table: no event to wait on
-	}
+		pid, _ = strconv.Atoi(string(data))
+		return nil
+	})
+	return pid
 }
 
 // Bearer is an http.RoundTripper that adds "Authorization: Bearer Token" to

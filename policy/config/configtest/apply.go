@@ -35,24 +35,7 @@ func ApplyFixture(t testing.TB) string {
 // WriteConfig writes yaml ($DIR replaced by dir) as dir/name with mode.
 func WriteConfig(t testing.TB, dir, name, yaml string, mode os.FileMode) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(strings.ReplaceAll(yaml, "$DIR", dir)), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// ReadBytes reads the file at p or fails the test.
-func ReadBytes(t testing.TB, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return WriteFile(t, filepath.Join(dir, name), strings.ReplaceAll(yaml, "$DIR", dir), mode)
 }
 
 // RefusalConfig is the config the apply refusal cases run against: a rule

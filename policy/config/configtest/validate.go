@@ -6,6 +6,10 @@
 // request merge (policy/config) and of the file editor (policy/config/edit)
 // share, so the grant overlay is checked against the very files the editor
 // writes.
+//
+// And it holds the file writes that tests of a running gate share
+// (configs, token files, env files written, rewritten and replaced as an
+// operator or an editor would), so every package writes them one way.
 package configtest
 
 import (
@@ -402,20 +406,6 @@ func checkMigrationTable(t testing.TB, stderr string) {
 	}
 	if len(lines) < 2 || lines[1] == "" {
 		t.Errorf("stderr = %q, want the table to start on the second line", stderr)
-	}
-}
-
-// WriteFile writes path (making its folder, 0700) with mode.
-func WriteFile(t testing.TB, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
 	}
 }
 

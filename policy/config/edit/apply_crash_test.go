@@ -75,7 +75,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 	o := applyOptions(dir)
 
 	// states[k] is the config after the first k requests.
-	states := [][]byte{configtest.ReadBytes(t, cfg)}
+	states := [][]byte{configtest.ReadFile(t, cfg)}
 	state := func(k int) []byte {
 		for len(states) <= k {
 			n := len(states) - 1
@@ -128,7 +128,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 			t.Fatalf("round %d: child ended on its own (%v): %s", round, err, stderr.String())
 		}
 
-		got := configtest.ReadBytes(t, cfg)
+		got := configtest.ReadFile(t, cfg)
 		next := -1
 		for j := k; j <= k+1000 && next < 0; j++ {
 			if bytes.Equal(got, state(j)) {
@@ -163,7 +163,7 @@ func TestApplyCrashLeavesOldOrNewConfig(t *testing.T) {
 	if _, err := ApplyRequest(cfg, "git", sub, flags, o); err != nil {
 		t.Fatalf("apply after the kills: %v", err)
 	}
-	if got := configtest.ReadBytes(t, cfg); !bytes.Equal(got, state(k+1)) {
+	if got := configtest.ReadFile(t, cfg); !bytes.Equal(got, state(k+1)) {
 		t.Errorf("apply after the kills wrote:\n%s\nwant:\n%s", got, state(k+1))
 	}
 	assertNoTemp(t, dir)

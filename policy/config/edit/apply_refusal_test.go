@@ -181,7 +181,7 @@ func TestApplyRefusalsLeaveFileUntouched(t *testing.T) {
 			if tc.setup != nil {
 				cfg = tc.setup(t, dir, cfg)
 			}
-			before := configtest.ReadBytes(t, cfg)
+			before := configtest.ReadFile(t, cfg)
 			var hook func()
 			var edited []byte
 			if tc.is == config.ErrChangedMeanwhile {
@@ -205,7 +205,7 @@ func TestApplyRefusalsLeaveFileUntouched(t *testing.T) {
 			if err.Error() != msg {
 				t.Errorf("error:\n got %q\nwant %q", err, msg)
 			}
-			after := configtest.ReadBytes(t, cfg)
+			after := configtest.ReadFile(t, cfg)
 			if edited != nil {
 				before = edited // the editor's save stands, untouched by the apply
 			}
@@ -274,7 +274,7 @@ func TestApplyRefusesUnsupportedLayout(t *testing.T) {
 	dir := configtest.ApplyFixture(t)
 	in := "mcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: $DIR/bin/git\n    allow: [{subcommand: [push],\r flags: [--a]}]\n"
 	cfg := configtest.WriteConfig(t, dir, "config.yaml", in, 0o600)
-	before := configtest.ReadBytes(t, cfg)
+	before := configtest.ReadFile(t, cfg)
 	_, err := ApplyRequest(cfg, "git", []string{"push"}, []string{"--b"}, applyOptions(dir))
 	if !errors.Is(err, config.ErrUnsupportedLayout) {
 		t.Fatalf("error %v, want ErrUnsupportedLayout", err)
@@ -283,7 +283,7 @@ func TestApplyRefusesUnsupportedLayout(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("error:\n got %q\nwant %q", err, want)
 	}
-	if !bytes.Equal(configtest.ReadBytes(t, cfg), before) {
+	if !bytes.Equal(configtest.ReadFile(t, cfg), before) {
 		t.Error("the config changed")
 	}
 }

@@ -110,7 +110,7 @@ func TestApplyGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := configtest.ApplyFixture(t)
-			in := string(configtest.ReadBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml")))
+			in := string(configtest.ReadFile(t, filepath.Join("testdata/apply", tc.name+".in.yaml")))
 			cfg := configtest.WriteConfig(t, dir, "config.yaml", in, 0o600)
 			for _, r := range tc.reqs {
 				a, err := ApplyRequest(cfg, r.tool, r.sub, r.flags, applyOptions(dir))
@@ -121,14 +121,14 @@ func TestApplyGolden(t *testing.T) {
 					t.Errorf("ApplyRequest(%s %v %v) = %q, want %q", r.tool, r.sub, r.flags, got, r.want)
 				}
 			}
-			got := bytes.ReplaceAll(configtest.ReadBytes(t, cfg), []byte(dir), []byte("$DIR"))
+			got := bytes.ReplaceAll(configtest.ReadFile(t, cfg), []byte(dir), []byte("$DIR"))
 			wantFile := filepath.Join("testdata/apply", tc.name+".want.yaml")
 			if *update {
 				if err := os.WriteFile(wantFile, got, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want := configtest.ReadBytes(t, wantFile)
+			want := configtest.ReadFile(t, wantFile)
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s: got (-) / want (+):\n%s", tc.name, lineDiff(string(got), string(want)))
 			}
@@ -149,8 +149,8 @@ func TestApplyGolden(t *testing.T) {
 func TestApplyGoldenOnlyAddsLines(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"crlf", "allow-missing", "new-rule", "compact", "bare-rule"} {
-		in := configtest.ReadBytes(t, filepath.Join("testdata/apply", name+".in.yaml"))
-		want := configtest.ReadBytes(t, filepath.Join("testdata/apply", name+".want.yaml"))
+		in := configtest.ReadFile(t, filepath.Join("testdata/apply", name+".in.yaml"))
+		want := configtest.ReadFile(t, filepath.Join("testdata/apply", name+".want.yaml"))
 		inLines := strings.SplitAfter(string(in), "\n")
 		rest := inLines
 		for _, l := range strings.SplitAfter(string(want), "\n") {
@@ -214,8 +214,8 @@ func TestApplyKeepsMode(t *testing.T) {
 			if got := info.Mode().Perm(); got != mode {
 				t.Errorf("mode after apply = %v, want %v", got, mode)
 			}
-			if !strings.Contains(string(configtest.ReadBytes(t, cfg)), "flags: [\"--atomic\"]") {
-				t.Errorf("the flag was not written:\n%s", configtest.ReadBytes(t, cfg))
+			if !strings.Contains(string(configtest.ReadFile(t, cfg)), "flags: [\"--atomic\"]") {
+				t.Errorf("the flag was not written:\n%s", configtest.ReadFile(t, cfg))
 			}
 		})
 	}
@@ -244,8 +244,8 @@ func TestApplyWritesThroughSymlink(t *testing.T) {
 	if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("the symlink was replaced: %v %v", info.Mode(), err)
 	}
-	if !strings.Contains(string(configtest.ReadBytes(t, target)), "flags: [--m, --amend]") {
-		t.Errorf("the target was not written:\n%s", configtest.ReadBytes(t, target))
+	if !strings.Contains(string(configtest.ReadFile(t, target)), "flags: [--m, --amend]") {
+		t.Errorf("the target was not written:\n%s", configtest.ReadFile(t, target))
 	}
 	assertNoTemp(t, dir)
 	assertNoTemp(t, filepath.Join(dir, "dotfiles"))
@@ -257,7 +257,7 @@ func TestPreviewApply(t *testing.T) {
 	t.Parallel()
 	dir := configtest.ApplyFixture(t)
 	cfg := configtest.WriteConfig(t, dir, "config.yaml", configtest.RefusalConfig, 0o600)
-	before := configtest.ReadBytes(t, cfg)
+	before := configtest.ReadFile(t, cfg)
 	zero := 0
 	cases := []struct {
 		sub, flags []string
@@ -292,7 +292,7 @@ func TestPreviewApply(t *testing.T) {
 			t.Errorf("PreviewApply(%v %v) rule = %+v, want %+v", tc.sub, tc.flags, rule, tc.rule)
 		}
 	}
-	if !bytes.Equal(configtest.ReadBytes(t, cfg), before) {
+	if !bytes.Equal(configtest.ReadFile(t, cfg), before) {
 		t.Error("PreviewApply wrote the config")
 	}
 }
@@ -322,7 +322,7 @@ func TestApplyConcurrentAppliersKeepEveryEdit(t *testing.T) {
 	for err := range errs {
 		t.Errorf("concurrent apply: %v", err)
 	}
-	c, err := config.Parse(cfg, configtest.ReadBytes(t, cfg), applyOptions(dir))
+	c, err := config.Parse(cfg, configtest.ReadFile(t, cfg), applyOptions(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestApplyQuotesTokensYAMLWouldConvert(t *testing.T) {
 	if _, err := ApplyRequest(cfg, "git", []string{"true", "1", "null", "ok"}, []string{"-1"}, applyOptions(dir)); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(configtest.ReadBytes(t, cfg)); !strings.Contains(got, `- subcommand: ["true", "1", "null", ok]`+"\n        flags: [\"-1\"]\n") {
+	if got := string(configtest.ReadFile(t, cfg)); !strings.Contains(got, `- subcommand: ["true", "1", "null", ok]`+"\n        flags: [\"-1\"]\n") {
 		t.Errorf("tokens not quoted as needed:\n%s", got)
 	}
 }
@@ -414,7 +414,7 @@ func TestApplyLayouts(t *testing.T) {
 			if _, err := ApplyRequest(cfg, "git", tc.sub, tc.flags, applyOptions(dir)); err != nil {
 				t.Fatal(err)
 			}
-			got := strings.ReplaceAll(string(configtest.ReadBytes(t, cfg)), dir, "$DIR")
+			got := strings.ReplaceAll(string(configtest.ReadFile(t, cfg)), dir, "$DIR")
 			if got != tc.want {
 				t.Errorf("got (-) / want (+):\n%s", lineDiff(got, tc.want))
 			}

@@ -36,9 +36,9 @@ func TestOverlayMergesAsApplyRequestDoes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := configtest.ApplyFixture(t)
-			in := configtest.ReadBytes(t, filepath.Join("testdata/apply", tc.name+".in.yaml"))
+			in := configtest.ReadFile(t, filepath.Join("testdata/apply", tc.name+".in.yaml"))
 			cfg := configtest.WriteConfig(t, dir, "config.yaml", string(in), 0o600)
-			want := configtest.WriteConfig(t, dir, "want.yaml", string(configtest.ReadBytes(t, filepath.Join("testdata/apply", tc.name+".want.yaml"))), 0o600)
+			want := configtest.WriteConfig(t, dir, "want.yaml", string(configtest.ReadFile(t, filepath.Join("testdata/apply", tc.name+".want.yaml"))), 0o600)
 			wantRules := configtest.RulesOf(loadFor(t, want, dir).Policy)
 
 			var grants []config.GrantSpec
@@ -70,7 +70,7 @@ func TestOverlayMergesAsApplyRequestDoes(t *testing.T) {
 			if got := configtest.RulesOf(l.Policy); !slices.Equal(got, before) {
 				t.Errorf("the overlay changed the loaded policy")
 			}
-			if !bytes.Equal(configtest.ReadBytes(t, cfg), []byte(strings.ReplaceAll(string(in), "$DIR", dir))) {
+			if !bytes.Equal(configtest.ReadFile(t, cfg), []byte(strings.ReplaceAll(string(in), "$DIR", dir))) {
 				t.Errorf("the overlay wrote the config")
 			}
 		})
