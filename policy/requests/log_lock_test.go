@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/jsonl"
 	"github.com/wraptool/wraptool/policy/jsonl/jsonltest"
@@ -88,7 +89,14 @@ func TestWritersWaitingForAHeldLockEndWithTheirContext(t *testing.T) {
 					l.Submit(context.Background(), Request{Tool: "busy", Subcommand: []string{}, Rationale: "why"}, t0)
 				}()
 				t.Cleanup(func() { release(); <-busy })
-				time.Sleep(50 * time.Millisecond) // let it take its turn
+				// Wait until it holds the turn (it then waits for the lock).
+				waittest.Until(t, 10*time.Second, func() error {
+					if l.turn.TryAcquire(1) {
+						l.turn.Release(1)
+						return errors.New("the busy Submit has not taken its turn")
+					}
+					return nil
+				})
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 )
 
@@ -659,14 +660,12 @@ func TestHelperProcess(t *testing.T) {
 		os.Exit(2)
 	}
 	// Start with the parent's goroutines: wait for the start file.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		if _, err := os.Stat(os.Getenv(helperStartEnv)); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "helper: no start signal")
-			os.Exit(2)
-		}
+	if err := (waittest.Poll{Every: time.Millisecond}).Within(time.Minute, func() error {
+		_, err := os.Stat(os.Getenv(helperStartEnv))
+		return err
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "helper: no start signal:", err)
+		os.Exit(2)
 	}
 	for i := range n {
 		r := Request{Tool: "proc", Subcommand: []string{"n" + strconv.Itoa(i)}, Rationale: strings.Repeat("p", 300)}

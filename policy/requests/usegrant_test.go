@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/jsonl/jsonltest"
 )
@@ -194,14 +195,12 @@ func TestUseGrantHelperProcess(t *testing.T) {
 	}
 	path, id := os.Getenv(helperPathEnv), os.Getenv(useIDEnv)
 	n, _ := strconv.Atoi(os.Getenv(helperCountEnv))
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		if _, err := os.Stat(os.Getenv(helperStartEnv)); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintln(os.Stderr, "helper: no start signal")
-			os.Exit(2)
-		}
+	if err := (waittest.Poll{Every: time.Millisecond}).Within(time.Minute, func() error {
+		_, err := os.Stat(os.Getenv(helperStartEnv))
+		return err
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "helper: no start signal:", err)
+		os.Exit(2)
 	}
 	var mu sync.Mutex
 	won, lost := 0, 0
