@@ -101,8 +101,9 @@ func NewAudit(o AuditOptions) *Audit {
 type AuditCounts struct{ waited, lost atomic.Uint64 }
 
 // AuditSender is the audit writer's inbox as its senders hold it: the tool
-// handlers (through each snapshot's Auditor), the policy holder and the
-// loader's rejections. A nil *AuditSender audits nothing.
+// handlers (through each snapshot's Auditor) and the policy holder (its
+// changes, and the rejected reloads the loader reports to it). A nil
+// *AuditSender audits nothing.
 type AuditSender struct {
 	// Lines is the writer's queue; Stopped is closed once it has stopped.
 	Lines   chan<- messages.AuditLine

@@ -35,7 +35,7 @@ type ConfigEditorOptions struct {
 
 // NewConfigEditor serves o.Applies once Run starts.
 func NewConfigEditor(o ConfigEditorOptions) *ConfigEditor {
-	return &ConfigEditor{in: o.Applies, stopped: o.Stopped, log: logger(o.Log, "config editor")}
+	return &ConfigEditor{in: o.Applies, stopped: o.Stopped, log: logger(o.Log, "configeditor")}
 }
 
 // Run writes each merge it is sent until ctx is done.

@@ -128,7 +128,7 @@ type HubOptions struct {
 	// up file descriptors; zero means MaxConns.
 	MaxConns int
 	// Ready, when not nil, holds serving back until it is closed (the
-	// upstream servers' first round, see Upstreams.Ready): clients that
+	// upstream servers' first round, see UpstreamsOptions.Ready): clients that
 	// connect meanwhile wait in the listen queue, and /healthz answers
 	// only once the tools are all there.
 	Ready <-chan struct{}

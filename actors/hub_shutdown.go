@@ -35,7 +35,7 @@ func (h *Hub) shutdown(srv *http.Server) {
 	select {
 	case <-h.idleCh():
 	case <-graceCtx.Done():
-		h.log.Warn("grace period over; killing tool calls still running", "grace", h.grace)
+		h.log.Warn("grace period over; killing tool calls still running and dropping answers still being written", "grace", h.grace)
 		h.abortCalls()
 		select {
 		case <-h.idleCh():

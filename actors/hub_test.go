@@ -41,11 +41,11 @@ type hubHarness struct {
 	// snaps gives the hub its token; nil when the hub has no Snapshots.
 	snaps *testSnapshots
 	// started is signalled when the slow tool begins a call; release ends
-	// every call of it, as does the hub's Calls context.
+	// every call of it, as does the hub closing its KillCalls.
 	started chan struct{}
 	release chan struct{}
-	// killed receives, for each call of the slow tool the hub's Calls
-	// context ended, when that happened.
+	// killed receives, for each call of the slow tool that KillCalls
+	// ended, when that happened.
 	killed chan time.Time
 	// cancelled receives, for each call of the patient tool (which
 	// watches only its own context), when that context ended.
@@ -75,10 +75,11 @@ func newHubHarness(t *testing.T, o HubOptions, token string) *hubHarness {
 // buildHub binds a hub exactly as o says (o.Snapshots may be nil).
 func buildHub(t *testing.T, o HubOptions) *hubHarness {
 	t.Helper()
-	kill := make(chan struct{})
-	if o.KillCalls == nil {
-		o.KillCalls = kill
+	if o.KillCalls != nil {
+		t.Fatal("buildHub makes the hub's KillCalls itself, to watch it")
 	}
+	kill := make(chan struct{})
+	o.KillCalls = kill
 	h := &hubHarness{started: make(chan struct{}, 1), release: make(chan struct{}), killed: make(chan time.Time, 1),
 		cancelled: make(chan time.Time, 1), calls: kill}
 	log, sink := newTestLogger()
@@ -375,7 +376,7 @@ func TestHubStopsPromptlyWhenNoCallIsInFlight(t *testing.T) {
 				t.Errorf("the hub killed calls with none in flight: %q", got)
 			}
 			if !isClosed(h.calls) {
-				t.Error("Calls() is not done after Run returned")
+				t.Error("KillCalls is not closed after Run returned")
 			}
 			if _, err := net.DialTimeout("tcp", h.hub.Addr().String(), time.Second); err == nil {
 				t.Error("the listener still accepts connections after Run returned")
@@ -384,7 +385,7 @@ func TestHubStopsPromptlyWhenNoCallIsInFlight(t *testing.T) {
 	}
 }
 
-// A call that outlives the grace period is killed: Calls() is done once
+// A call that outlives the grace period is killed: KillCalls is closed once
 // the grace is over, not before.
 func TestHubCallsIsDoneAfterTheGraceWhenACallOutlivesIt(t *testing.T) {
 	t.Parallel()
@@ -393,15 +394,15 @@ func TestHubCallsIsDoneAfterTheGraceWhenACallOutlivesIt(t *testing.T) {
 	h.stop = start(t, h.hub)
 	called := h.callSlow(t, h.connect(t, "streamable"))
 	if isClosed(h.calls) {
-		t.Fatal("Calls() is done while the hub runs, want it open")
+		t.Fatal("KillCalls is closed while the hub runs, want it open")
 	}
 	begin := time.Now()
 	if err := h.stop(); err != nil {
 		t.Errorf("Run returned %v, want nil", err)
 	}
-	killed := receive(t, h.killed, "the slow call killed by Calls()")
+	killed := receive(t, h.killed, "the slow call killed by KillCalls")
 	if after := killed.Sub(begin); after < grace || after > grace+prompt {
-		t.Errorf("Calls() was done %v after the stop began, want once the grace of %v is over (within %v)", after, grace, prompt)
+		t.Errorf("KillCalls was closed %v after the stop began, want once the grace of %v is over (within %v)", after, grace, prompt)
 	}
 	receive(t, called, "end of the slow call")
 	if got := h.sink.lines("level=WARN", "grace period over", "component=hub"); len(got) != 1 {
@@ -435,7 +436,7 @@ func TestHubCancelsHandlersAfterTheGrace(t *testing.T) {
 	receive(t, called, "end of the patient call")
 }
 
-// Calls that end within the grace period are never killed: Calls() stays
+// Calls that end within the grace period are never killed: KillCalls stays
 // open through the shutdown until they are done, and is done once Run has
 // returned.
 func TestHubCallsIsNotDoneWhileCallsFinishInTime(t *testing.T) {
@@ -456,7 +457,7 @@ func TestHubCallsIsNotDoneWhileCallsFinishInTime(t *testing.T) {
 	})
 	select {
 	case <-h.calls:
-		t.Fatal("Calls() is done during the shutdown while a call is well within its grace, want it open")
+		t.Fatal("KillCalls is closed during the shutdown while a call is well within its grace, want it open")
 	case <-time.After(quiet): // nothing says when it would have been
 	}
 	close(h.release)
@@ -472,7 +473,7 @@ func TestHubCallsIsNotDoneWhileCallsFinishInTime(t *testing.T) {
 	default:
 	}
 	if !isClosed(h.calls) {
-		t.Error("Calls() is not done after Run returned")
+		t.Error("KillCalls is not closed after Run returned")
 	}
 }
 

@@ -41,8 +41,6 @@ type Registry struct {
 	exposed  map[string][]byte                 // name → the definition's JSON and binding
 	upstream map[string]messages.UpstreamTools // server → its latest offer
 	states   <-chan messages.UpstreamStates
-	kill     <-chan struct{}
-	endCalls context.CancelFunc
 	stopped  chan<- struct{}
 	notices  map[string]bool // the upstream refusals logged and still true
 }
@@ -55,7 +53,9 @@ type RegistryOptions struct {
 	// runs with.
 	Snapshots Snapshots
 	// KillCalls is closed when in-flight runs must be killed (by the hub,
-	// at the end of the shutdown grace); nil means never.
+	// at the end of the shutdown grace): every run the registry's handlers
+	// started ends at that moment, whatever the registry is doing; nil
+	// means never.
 	KillCalls <-chan struct{}
 	// States carries the metrics scrape's questions about the upstream
 	// servers' state.
@@ -74,9 +74,12 @@ type RegistryOptions struct {
 
 // NewRegistry manages o.Server's wrapped tools.
 func NewRegistry(o RegistryOptions) *Registry {
-	calls, endCalls := context.WithCancel(context.Background())
+	calls := context.Background()
+	if o.KillCalls != nil {
+		calls = killContext{Context: calls, kill: o.KillCalls}
+	}
 	return &Registry{changed: o.ToolsetChanged, offers: o.Offers, server: o.Server, snapshots: o.Snapshots, calls: calls,
-		endCalls: endCalls, kill: o.KillCalls, log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"),
+		log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"),
 		exposed: map[string][]byte{}, upstream: map[string]messages.UpstreamTools{}, notices: map[string]bool{},
 		states: o.States, stopped: o.Stopped}
 }
@@ -93,22 +96,15 @@ func (r *Registry) Prime() {
 //
 // Each upstream server's state ("running" while it offers tools, "down"
 // once its upstream client withdrew them) is answered on the question's
-// reply. When KillCalls closes, every tool run the registry's handlers
-// started is killed at once.
+// reply.
 func (r *Registry) Run(ctx context.Context) error {
 	if r.stopped != nil {
 		defer close(r.stopped)
 	}
-	// Runs end at the latest with the registry: nothing is left to answer them.
-	defer r.endCalls()
-	kill := r.kill
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-kill:
-			r.endCalls()
-			kill = nil
 		case <-r.changed:
 			r.apply()
 		case q := <-r.states:
@@ -261,5 +257,28 @@ func (r *Registry) upstreamTimeout(server string) func() time.Duration {
 			return s.Timeout
 		}
 		return config.DefaultTimeout
+	}
+}
+
+// killContext is the context the registry's handlers derive every run
+// from: done the moment the hub closes KillCalls, with no hop through the
+// registry's loop (which may be busy applying a reload), so a run killed
+// at the end of the grace and the call's own end are one moment, as
+// before the link was a channel. It carries no deadline and no values.
+type killContext struct {
+	context.Context
+	kill <-chan struct{}
+}
+
+// Done is closed with KillCalls.
+func (k killContext) Done() <-chan struct{} { return k.kill }
+
+// Err is context.Canceled once KillCalls is closed.
+func (k killContext) Err() error {
+	select {
+	case <-k.kill:
+		return context.Canceled
+	default:
+		return nil
 	}
 }

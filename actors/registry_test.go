@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -768,5 +769,38 @@ func TestRegistryUpstreamProgress(t *testing.T) {
 		if n.ProgressToken != "client-token" || n.Progress != float64(i) || n.Total != 2 || n.Message != fmt.Sprintf("step %d", i) {
 			t.Errorf("note %d = %+v, want step %d of 2 under client-token", i, n, i)
 		}
+	}
+}
+
+// Closing KillCalls ends every run the registry's handlers derive from its
+// calls' context at that moment, whatever the registry's loop is doing (here
+// it is not even running), and not before.
+func TestKillCallsEndsEveryRunAtOnce(t *testing.T) {
+	t.Parallel()
+	kill := make(chan struct{})
+	r := NewRegistry(RegistryOptions{KillCalls: kill})
+	run, cancel := context.WithCancel(r.calls)
+	defer cancel()
+	timed, cancelTimed := context.WithTimeout(r.calls, time.Hour)
+	defer cancelTimed()
+	if run.Err() != nil || timed.Err() != nil || r.calls.Err() != nil {
+		t.Fatalf("a run ended before KillCalls closed: %v, %v, %v", run.Err(), timed.Err(), r.calls.Err())
+	}
+	if _, has := r.calls.Deadline(); has {
+		t.Error("the calls' context has a deadline")
+	}
+	close(kill)
+	for name, ctx := range map[string]context.Context{"a run": run, "a run with its own timeout": timed} {
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+			t.Fatalf("%s did not end within %v of KillCalls closing", name, wait)
+		}
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			t.Errorf("%s ended with %v, want context.Canceled", name, ctx.Err())
+		}
+	}
+	if !errors.Is(r.calls.Err(), context.Canceled) {
+		t.Errorf("the calls' context: Err = %v after KillCalls closed", r.calls.Err())
 	}
 }

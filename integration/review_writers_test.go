@@ -44,7 +44,7 @@ func TestReviewUIDecidesThroughTheServersWriters(t *testing.T) {
 		for _, line := range strings.Split(log, "\n") {
 			decided = decided || strings.Contains(line, "component=requestlog") && strings.Contains(line, "request decided") &&
 				strings.Contains(line, "id="+id) && strings.Contains(line, "decided_by=admin")
-			edited = edited || strings.Contains(line, "component=\"config editor\"") && strings.Contains(line, "config edited") &&
+			edited = edited || strings.Contains(line, "component=configeditor") && strings.Contains(line, "config edited") &&
 				strings.Contains(line, "fake "+tc.sub)
 		}
 		if !decided {

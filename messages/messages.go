@@ -5,7 +5,9 @@
 // must not change it afterwards. A receiver's channels, as its senders hold
 // them, travel together as a Links value (RequestLogLinks, GrantsLinks,
 // ConfigEditorLinks) whose methods are the one send-and-wait each request
-// needs (Ask): the channels themselves are all made in cmd/wraptool's wiring.
+// needs (Ask): every channel between two actors is made in cmd/wraptool's
+// wiring, except the per-request reply channels and each upstream client's
+// Calls and Gone, which its offer carries to the registry.
 //
 // The hot-reload path reads left to right:
 //
@@ -213,7 +215,7 @@ type AwaitDecision struct {
 }
 
 // DecideRequest asks the request-log writer to record a decision made in an
-// elicitation client; Reply (buffer 1) carries the outcome.
+// elicitation client or in the review UI; Reply (buffer 1) carries the outcome.
 type DecideRequest struct {
 	ID       string
 	Decision requests.Decision

@@ -208,12 +208,15 @@ func decideFailure(id string, err error) (int, string) {
 // errReadOnly refuses a decision of a UI built without a way to record it.
 var errReadOnly = errors.New("this review UI records no decisions: it was started without the server's request-log writer")
 
-// decide records d on request id through the request-log writer.
+// decide records d on request id through the request-log writer. Once
+// sent, the decision is the writer's to finish (its lock wait is bounded),
+// so the answer waits for the writer's outcome even when the browser has
+// gone: a reply of "stays pending" must never hide a decision recorded.
 func (u *UI) decide(ctx context.Context, id string, d requests.Decision) error {
 	if u.decider == nil {
 		return errReadOnly
 	}
-	return u.decider(ctx, id, d)
+	return u.decider(context.WithoutCancel(ctx), id, d)
 }
 
 // apply merges a request's capability into the config file through the
@@ -222,7 +225,8 @@ func (u *UI) apply(ctx context.Context, path, tool string, sub, flags []string, 
 	if u.applier == nil {
 		return "", errReadOnly
 	}
-	return u.applier(ctx, path, tool, sub, flags, paths)
+	// As for decide: "not applied" must never hide an edit the editor made.
+	return u.applier(context.WithoutCancel(ctx), path, tool, sub, flags, paths)
 }
 
 // applyStatus is 422 for an apply the config refuses (the operator can act

@@ -62,8 +62,8 @@ type Options struct {
 	// host and the loopback names the API answers on, so it must be the
 	// address actually bound (port 0 resolved).
 	Addr net.Addr
-	// Now is the clock for ages, session expiry and decision times; nil
-	// means time.Now.
+	// Now is the clock for ages, session expiry and a grant's term; nil
+	// means time.Now. A decision's own time is the request-log writer's.
 	Now func() time.Time
 	// Log receives sign-ins, decisions and refused applies, as given: the
 	// caller names the component (serve passes component=webui). Nil

@@ -54,11 +54,16 @@ type server struct {
 // Every link between actors is a channel declared in the first block
 // below, with its direction; package messages says, for each, its buffer
 // and what happens when the receiver is busy. A request that wants an
-// answer carries its own reply channel, and each receiver closes a
+// answer carries its own reply channel, and each receiver that answers
+// requests (the request log, grants, the registry, the config editor, the
+// audit writer) closes a
 // "stopped" channel when its Run returns, so no sender waits on an actor
 // that is gone. The second block holds the few links that are plain values,
 // each with the reason it may be one (plainLinks lists them for the test
-// that walks the actors' options). No actor holds another actor.
+// that walks the actors' options). No actor holds another actor, except two
+// shared tables named there with their reasons: the reaper's table of
+// processes and the hub's session table, each guarded by its own lock, whose
+// Run only sweeps.
 //
 // The graph has back edges, none of which can block: the policy holder
 // rings the watcher (which feeds the loader, which feeds the holder)
@@ -182,48 +187,81 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	return s
 }
 
-// plainLinks names every option field of an actor that is a plain value
-// where a link could be a channel — a function, an interface, or another
-// actor — with the reason it may be one. TestEveryLinkIsNamed walks the
-// actors' options and fails on such a field this table does not name, or
-// on a name here that no option has. A key is "Options.Field", or a
-// field's type, for every field of that type.
+// plainLinks names every option field of an actor (and every constructor
+// argument outside the options) that is a plain value where a link could be
+// a channel — a function, an interface, or a pointer — with the reason it
+// may be one. TestEveryLinkIsNamed walks the actors' options and
+// constructors and fails on such a field this table does not name, or on a
+// name here that nothing has. A key is the options type and the field
+// ("actors.HubOptions.Sessions"), or the constructor and the argument
+// ("actors.NewHub(server)"), so a new field always needs its own reason.
 func plainLinks() map[string]string {
+	const (
+		snapshot = "a pure read of the published snapshot (actors.Published, an atomic pointer the policy holder alone " +
+			"writes): the one sanctioned shortcut past messages"
+		getenv   = "a read of the server's environment, fixed for its life"
+		reaper   = "the child subreaper's table of owned processes, guarded by its own lock: every child start and exit registers there on its own goroutine, and a round trip would add a wait to every start; its Run only reaps"
+		audit    = "the audit writer's queue as its senders hold it: the channel, the writer's stopped channel and atomic counters"
+		sdk      = "the MCP SDK's server, whose tool table the registry alone changes and whose sessions the hub serves"
+		paths    = "where the platform folders are: fixed values"
+		clock    = "the clock"
+		denials  = "the bounded memory of refused calls the request tool resolves call_ids against, guarded by its own lock"
+		logLinks = "a send on the request log's channel and a wait for the reply it carries (messages.RequestLogLinks)"
+	)
 	return map[string]string{
-		"actors.Snapshots": "a pure read of the published snapshot (actors.Published, an atomic pointer the policy holder " +
-			"alone writes): the one sanctioned shortcut past messages",
-		"func(string) string": "Getenv: a read of the server's environment, fixed for its life",
-		"HubOptions.Sessions": "the Streamable HTTP session table, guarded by its own lock: every request's token binding is checked " +
-			"there on the request's own goroutine, and a round trip would add a wait to every request; its Run only sweeps the idle",
-		"*runner.Reaper":               "the child subreaper's table of owned processes, guarded by its own lock: every child start and exit registers there on the call's own goroutine, and a round trip would add a wait to every call; its Run only reaps",
-		"actors.LoadFunc":              "LoaderOptions.Load: the domain's one load path (config.LoadFile), a pure function of the files",
-		"config.Introspect":            "LoaderOptions.Introspect: the domain's help runner, a function of the rules it is given",
-		"actors.LoadCounters":          "Prometheus counters, safe for concurrent use and owned by no actor",
-		"*actors.AuditSender":          "the audit writer's queue as its senders hold it: a channel, the writer's stopped channel and atomic counters",
-		"toolset.GrantUser":            "Shared.UseGrant: messages.RequestLogLinks.UseGrant, a send on the request log's Uses channel and a wait for its reply",
-		"*actors.AuditCounts":          "atomic counters the audit senders and writer bump and the metrics scrape reads",
-		"*mcp.Server":                  "the MCP SDK's server, whose tool table the registry alone changes and the hub alone serves",
-		"*toolset.Slots":               "Shared.Slots: a semaphore bounding the children running at once, shared by every call",
-		"*toolset.Denials":             "Shared.Denials: the bounded memory of refused calls the request tool resolves call_ids against, guarded by its own lock",
-		"*runner.Confiner":             "Shared.Confiner: builds each snapshot's sandbox; immutable once made",
-		"*config.Options":              "where the platform folders are: fixed values",
-		"*actors.Snapshot":             "PolicyHolderOptions.Initial: the first snapshot, a value",
-		"*actors.Published":            "PolicyHolderOptions.Publish: where the holder publishes the snapshot (the sanctioned shortcut)",
-		"SignalsOptions.Notify":        "signal.Notify (a test's own): installs the process's signal handling",
-		"SignalsOptions.Stop":          "signal.Stop (a test's own): removes it",
-		"PolicyHolderOptions.SetLevel": "applies mcp.log_level to the process's slog.LevelVar, which is safe for concurrent use",
-		"AdminOptions.Handler":         "builds the review UI once the admin port is bound (the port names the UI's host): called once by Listen, not a link",
-		"func() time.Time":             "the clock",
-		"RequestTool.Submit":           "messages.RequestLogLinks.Submit: a send on the request log's Appends channel and a wait for its reply",
-		"RequestTool.Pending":          "messages.RequestLogLinks.Pending: a send on the request log's Queries channel and a wait for its reply",
-		"RequestTool.Decide":           "messages.RequestLogLinks.Decide: a send on the request log's Decides channel and a wait for its reply",
-		"RequestTool.Watch":            "messages.GrantsLinks.Watch: a send on the grants actor's Waits channel; the decision arrives on the reply channel",
-		"func() *toolset.State":        "actors.Published.State: a pure read of the published snapshot, the sanctioned shortcut",
-		"webui.Source":                 "reads the published snapshot (the sanctioned shortcut) into the UI's view of it",
-		"net.Addr":                     "the admin listener's bound address, a value",
-		"http.Handler":                 "webui.Options.Metrics: the Prometheus handler, which reads the metrics' own concurrency-safe registry",
-		"webui.Decider":                "messages.RequestLogLinks.Decide: a send on the request log's Decides channel and a wait for its reply",
-		"webui.Applier":                "messages.ConfigEditorLinks.Apply: a send on the config editor's Applies channel and a wait for its reply",
+		"actors.AdminOptions.Handler": "builds the review UI once the admin port is bound (the port names the UI's host): " +
+			"called once by Listen, not a link",
+		"actors.AuditOptions.Counts":     "atomic counters the audit senders and writer bump and the metrics scrape reads",
+		"actors.GrantsOptions.Snapshots": snapshot,
+		"actors.HooksOptions.Snapshots":  snapshot,
+		"actors.HooksOptions.Getenv":     getenv,
+		"actors.HooksOptions.Reaper":     reaper,
+		"actors.HubOptions.Snapshots":    snapshot,
+		"actors.HubOptions.Sessions": "the Streamable HTTP session table, guarded by its own lock: every request's token binding is " +
+			"checked there on the request's own goroutine, and a round trip would add a wait to every request; its Run only sweeps the idle",
+		"actors.NewHub(server)":              sdk,
+		"actors.LoaderOptions.Paths":         paths,
+		"actors.LoaderOptions.Introspect":    "the domain's help runner, a function of the rules it is given",
+		"actors.LoaderOptions.Load":          "the domain's one load path (config.LoadFile), a function of the files",
+		"actors.LoaderOptions.Counters":      "Prometheus counters, safe for concurrent use and owned by no actor",
+		"actors.PolicyHolderOptions.Initial": "the first snapshot, a value",
+		"actors.PolicyHolderOptions.Publish": "where the holder publishes the snapshot (the sanctioned shortcut)",
+		"actors.PolicyHolderOptions.Getenv":  getenv,
+		"actors.PolicyHolderOptions.SetLevel": "applies mcp.log_level to the process's slog.LevelVar, which is safe for " +
+			"concurrent use",
+		"actors.PolicyHolderOptions.Audit":   audit,
+		"actors.RegistryOptions.Server":      sdk,
+		"actors.RegistryOptions.Snapshots":   snapshot,
+		"actors.RequestLogOptions.Snapshots": snapshot,
+		"actors.RequestLogOptions.Now":       clock,
+		"actors.SignalsOptions.Notify":       "signal.Notify (a test's own): installs the process's signal handling",
+		"actors.SignalsOptions.Stop":         "signal.Stop (a test's own): removes it",
+		"actors.SessionsOptions.Server":      sdk,
+		"actors.Shared.Slots":                "a limiter bounding the wrapped-tool children running at once, shared by every call",
+		"actors.Shared.Reaper":               reaper,
+		"actors.Shared.Denials":              denials,
+		"actors.Shared.UseGrant":             "messages.RequestLogLinks.UseGrant: " + logLinks,
+		"actors.Shared.Audit":                audit,
+		"actors.Shared.Confiner":             "builds each snapshot's sandbox; immutable once made",
+		"actors.Shared.Paths":                paths,
+		"actors.UpstreamsOptions.Snapshots":  snapshot,
+		"actors.UpstreamsOptions.Getenv":     getenv,
+		"actors.UpstreamsOptions.Reaper":     reaper,
+		"actors.WatcherOptions.Snapshots":    snapshot,
+		"toolset.RequestTool.Submit":         "messages.RequestLogLinks.Submit: " + logLinks,
+		"toolset.RequestTool.Pending":        "messages.RequestLogLinks.Pending: " + logLinks,
+		"toolset.RequestTool.Decide":         "messages.RequestLogLinks.Decide: " + logLinks,
+		"toolset.RequestTool.Watch": "messages.GrantsLinks.Watch: a send on the grants actor's Waits channel; the decision " +
+			"arrives on the reply channel",
+		"toolset.RequestTool.Denials": denials,
+		"toolset.RequestTool.State":   "actors.Published.State: " + snapshot,
+		"webui.Options.Source":        "reads the published snapshot into the UI's view of it: " + snapshot,
+		"webui.Options.Addr":          "the admin listener's bound address, a value",
+		"webui.Options.Now":           clock,
+		"webui.Options.Metrics":       "the Prometheus handler, which reads the metrics' own concurrency-safe registry",
+		"webui.Options.Decide":        "messages.RequestLogLinks.Decide: " + logLinks,
+		"webui.Options.Apply": "messages.ConfigEditorLinks.Apply: a send on the config editor's Applies channel and a " +
+			"wait for its reply",
 	}
 }
 
@@ -243,15 +281,18 @@ func (u uiSource) Current() webui.State {
 // run runs every actor in one group until a signal, an actor's failure or
 // ctx (tests run serve in-process) ends it.
 //
-// The plain actors stop when their own context is cancelled. The hub and
-// the actors that must outlive it (the request-log and audit writers, the hooks it
-// feeds, the registry, the upstream supervisor) follow one rule: their
-// context ends only when the hub's Run has returned — every call answered
-// or killed — so a request made during the shutdown grace period is still
-// recorded (and its hook started) and an upstream call still answered; the
-// writer's interrupt only ends its waits for a file lock, so no other
-// process can keep the server from stopping. The hooks then kill what they
-// still run: a notification never holds the server up.
+// The plain actors stop when their own context is cancelled. The fronts —
+// the hub and, with admin.listen, the review UI's listener — and the
+// actors that must outlive them (the request-log and audit writers, the
+// hooks the writer feeds, the registry, the upstream supervisor, the config
+// editor) follow one rule: the back actors' context ends only when every
+// front's Run has returned — every call answered or killed, every decision
+// the UI was making recorded — so a request made during the shutdown grace
+// period is still recorded (and its hook started), an upstream call still
+// answered, and an approval in flight applied and recorded; the writers'
+// interrupt only ends their waits for a file lock, so no other process can
+// keep the server from stopping. The hooks then kill what they still run: a
+// notification never holds the server up.
 func (s *server) run(ctx context.Context) error {
 	var g oklogrun.Group
 	g.Add(oklogrun.ContextHandler(ctx))
@@ -271,9 +312,6 @@ func (s *server) run(ctx context.Context) error {
 		// that never opened a stream; a sweep during shutdown is not needed.
 		{"session sweeper", s.sessions.Run},
 	}
-	if s.admin != nil {
-		plain = append(plain, actor{"admin UI", s.admin.Run}, actor{"config editor", s.editor.Run})
-	}
 	if s.gc != nil {
 		plain = append(plain, actor{"gc tuner", s.gc.Run})
 	}
@@ -282,17 +320,27 @@ func (s *server) run(ctx context.Context) error {
 		g.Add(func() error { return expectRunning(actx, a.name, a.run(actx)) }, func(error) { cancel() })
 	}
 
+	fronts := []actor{{"hub", s.hub.Run}}
+	if s.admin != nil {
+		fronts = append(fronts, actor{"admin UI", s.admin.Run})
+	}
 	drain, endDrain := context.WithCancel(context.Background())
-	hubCtx, stopHub := context.WithCancel(context.Background())
-	g.Add(func() error {
-		defer endDrain()
-		return expectRunning(hubCtx, "hub", s.hub.Run(hubCtx))
-	}, func(error) { stopHub() })
-	for _, writer := range []struct {
+	var frontsDone sync.WaitGroup
+	frontsDone.Add(len(fronts))
+	go func() { frontsDone.Wait(); endDrain() }()
+	for _, f := range fronts {
+		fctx, stop := context.WithCancel(context.Background())
+		g.Add(func() error {
+			defer frontsDone.Done()
+			return expectRunning(fctx, f.name, f.run(fctx))
+		}, func(error) { stop() })
+	}
+	type back struct {
 		name        string
 		run         func(context.Context) error
 		stopWaiting func()
-	}{
+	}
+	backs := []back{
 		{"request log", s.requests.Run, s.requests.StopWaiting},
 		// The audit writer records every call the hub lets finish, and
 		// writes what is queued when its context ends.
@@ -305,8 +353,13 @@ func (s *server) run(ctx context.Context) error {
 		// lets finish, so they too stop only after it.
 		{"registry", s.registry.Run, func() {}},
 		{"upstream supervisor", s.upstreams.Run, func() {}},
-	} {
-		g.Add(func() error { return expectRunning(drain, writer.name, writer.run(drain)) }, func(error) { writer.stopWaiting() })
+	}
+	if s.editor != nil {
+		// The review UI's applies in flight are written before it stops.
+		backs = append(backs, back{"config editor", s.editor.Run, func() {}})
+	}
+	for _, b := range backs {
+		g.Add(func() error { return expectRunning(drain, b.name, b.run(drain)) }, func(error) { b.stopWaiting() })
 	}
 	return g.Run()
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"log/slog"
 	"maps"
@@ -30,47 +32,98 @@ var linkOptions = []any{
 	toolset.RequestTool{}, webui.Options{},
 }
 
-// TestEveryLinkIsNamed walks the actors' options: a field that is a
+// TestEveryLinkIsNamed walks the actors' options (and the structs inside
+// them) and their constructors' other arguments: a field that is a
 // function, an interface or a pointer (another actor, or anything shared)
 // is a plain link where a channel could be, and plainLinks must name it
-// with its reason. Channels need no entry: they are the links wire declares.
+// with its reason. Channels need no entry: they are the links wire
+// declares.
 func TestEveryLinkIsNamed(t *testing.T) {
 	named := plainLinks()
 	used := map[string]bool{}
-	for _, o := range linkOptions {
-		typ := reflect.TypeOf(o)
+	check := func(key, what string) {
+		if named[key] == "" {
+			t.Errorf("%s is %s: a link that is not a channel; make it one, or name it in plainLinks with the reason", key, what)
+			return
+		}
+		used[key] = true
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		if seen[typ] {
+			return
+		}
+		seen[typ] = true
 		for f := range typ.Fields() {
-			if !f.IsExported() || !plain(f.Type) {
-				continue
-			}
-			byField := typ.Name() + "." + f.Name
 			switch {
-			case named[byField] != "":
-				used[byField] = true
-			case named[f.Type.String()] != "":
-				used[f.Type.String()] = true
-			default:
-				t.Errorf("%s.%s is a %s: a link that is not a channel; make it one, or name it in plainLinks with the reason",
-					typ.PkgPath(), byField, f.Type)
+			case !f.IsExported():
+			case plain(f.Type):
+				check(typ.String()+"."+f.Name, "a "+f.Type.String())
+			case f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
 			}
 		}
 	}
+	for _, o := range linkOptions {
+		walk(reflect.TypeOf(o))
+	}
+
+	// Every options struct of package actors is walked, and every actor
+	// constructor's arguments besides its options and its logger are named.
+	actorsPkg := parseActors(t)
+	walked := map[string]bool{}
+	for _, o := range linkOptions {
+		walked[reflect.TypeOf(o).Name()] = true
+	}
+	for _, name := range actorsPkg.options {
+		if !walked[name] {
+			t.Errorf("actors.%s is not in linkOptions: its links are not checked", name)
+		}
+	}
+	for _, c := range actorsPkg.constructorArgs {
+		if c.typ == "*slog.Logger" || strings.HasSuffix(c.typ, "Options") {
+			continue
+		}
+		check("actors."+c.fn+"("+c.name+")", "a "+c.typ)
+	}
+
 	for _, k := range slices.Sorted(maps.Keys(named)) {
 		if !used[k] {
-			t.Errorf("plainLinks names %q, which no option has", k)
+			t.Errorf("plainLinks names %q, which nothing has", k)
 		}
 		if strings.TrimSpace(named[k]) == "" {
 			t.Errorf("plainLinks gives %q no reason", k)
 		}
 	}
+}
 
-	// Every options struct of package actors is walked.
+// actorsSource is what parseActors finds in package actors' own files.
+type actorsSource struct {
+	// options are the names of its options structs (and Shared).
+	options []string
+	// constructorArgs are the arguments of its actors' constructors: the
+	// New functions returning a pointer to a type with a Run method.
+	constructorArgs []constructorArg
+}
+
+type constructorArg struct{ fn, name, typ string }
+
+// parseActors reads package actors' production files.
+func parseActors(t *testing.T) actorsSource {
+	t.Helper()
 	fset := token.NewFileSet()
 	entries, err := os.ReadDir("../../actors")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var declared []string
+	var out actorsSource
+	runs := map[string]bool{}
+	type ctor struct {
+		fn     *ast.FuncDecl
+		result string
+	}
+	var ctors []ctor
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
 			continue
@@ -80,27 +133,50 @@ func TestEveryLinkIsNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, d := range f.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.TYPE {
-				continue
-			}
-			for _, s := range g.Specs {
-				ts := s.(*ast.TypeSpec)
-				if _, isStruct := ts.Type.(*ast.StructType); isStruct && (strings.HasSuffix(ts.Name.Name, "Options") || ts.Name.Name == "Shared") {
-					declared = append(declared, ts.Name.Name)
+			switch d := d.(type) {
+			case *ast.GenDecl:
+				if d.Tok != token.TYPE {
+					continue
+				}
+				for _, s := range d.Specs {
+					ts := s.(*ast.TypeSpec)
+					if _, isStruct := ts.Type.(*ast.StructType); isStruct && (strings.HasSuffix(ts.Name.Name, "Options") || ts.Name.Name == "Shared") {
+						out.options = append(out.options, ts.Name.Name)
+					}
+				}
+			case *ast.FuncDecl:
+				if d.Recv != nil && d.Name.Name == "Run" && len(d.Recv.List) == 1 {
+					runs[strings.TrimPrefix(types(fset, d.Recv.List[0].Type), "*")] = true
+				}
+				if d.Recv == nil && strings.HasPrefix(d.Name.Name, "New") && d.Type.Results != nil && len(d.Type.Results.List) == 1 {
+					ctors = append(ctors, ctor{d, strings.TrimPrefix(types(fset, d.Type.Results.List[0].Type), "*")})
 				}
 			}
 		}
 	}
-	walked := map[string]bool{}
-	for _, o := range linkOptions {
-		walked[reflect.TypeOf(o).Name()] = true
-	}
-	for _, name := range declared {
-		if !walked[name] {
-			t.Errorf("actors.%s is not in linkOptions: its links are not checked", name)
+	for _, c := range ctors {
+		if !runs[c.result] {
+			continue // not an actor's constructor
+		}
+		for _, p := range c.fn.Type.Params.List {
+			for _, n := range p.Names {
+				out.constructorArgs = append(out.constructorArgs, constructorArg{c.fn.Name.Name, n.Name, types(fset, p.Type)})
+			}
 		}
 	}
+	if len(out.options) == 0 || len(out.constructorArgs) == 0 {
+		t.Fatalf("found %d options structs and %d constructor arguments in actors: the parse is broken", len(out.options), len(out.constructorArgs))
+	}
+	return out
+}
+
+// types prints a type expression as the source writes it.
+func types(fset *token.FileSet, e ast.Expr) string {
+	var b strings.Builder
+	if err := printer.Fprint(&b, fset, e); err != nil {
+		return fmt.Sprintf("%T", e)
+	}
+	return b.String()
 }
 
 // plain reports whether a field of type t is a link by something other

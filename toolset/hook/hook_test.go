@@ -76,7 +76,7 @@ func TestHookArgv(t *testing.T) {
 				t.Errorf("Argv(%q) =\n%q\nwant\n%q", tt.configured, got, tt.want)
 			}
 			if !slices.Equal(configured, tt.configured) {
-				t.Errorf("hookArgv changed the configured hook to %q", configured)
+				t.Errorf("Argv changed the configured hook to %q", configured)
 			}
 		})
 	}

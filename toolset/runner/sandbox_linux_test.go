@@ -531,15 +531,6 @@ func TestShadowed(t *testing.T) {
 	}
 }
 
-// waitFor waits, bounded, until path exists.
-func waitFor(t *testing.T, path string) {
-	t.Helper()
-	waittest.Until(t, 10*time.Second, func() error {
-		_, err := os.Stat(path)
-		return err
-	})
-}
-
 // mainThreadHelperEnv runs the test binary as mainThreadHelper.
 const mainThreadHelperEnv = "WRAPTOOL_MAIN_THREAD_HELPER"
 
