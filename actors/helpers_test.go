@@ -143,13 +143,7 @@ func start(t *testing.T, actor interface{ Run(context.Context) error }) (stop fu
 // receive waits for one value on ch.
 func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(wait):
-		t.Fatalf("no %s after %v", what, wait)
-		panic("unreachable")
-	}
+	return waittest.Receive(t, ch, wait, what)
 }
 
 // waitUntil polls cond until it holds, failing the test after wait. It is

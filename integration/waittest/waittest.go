@@ -164,3 +164,18 @@ func Cmdline(pid int) string {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return string(data)
 }
+
+// Receive is the value ch delivers, failing t (with what it waited for)
+// when within passes first. For events that have a channel: no polling.
+func Receive[T any](t testing.TB, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("no %s after %v", what, within)
+		panic("unreachable")
+	}
+}

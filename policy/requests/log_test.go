@@ -660,13 +660,7 @@ func TestHelperProcess(t *testing.T) {
 		os.Exit(2)
 	}
 	// Start with the parent's goroutines: wait for the start file.
-	if err := (waittest.Poll{Every: time.Millisecond}).Within(time.Minute, func() error {
-		_, err := os.Stat(os.Getenv(helperStartEnv))
-		return err
-	}); err != nil {
-		fmt.Fprintln(os.Stderr, "helper: no start signal:", err)
-		os.Exit(2)
-	}
+	awaitStartSignal()
 	for i := range n {
 		r := Request{Tool: "proc", Subcommand: []string{"n" + strconv.Itoa(i)}, Rationale: strings.Repeat("p", 300)}
 		if _, err := Submit(t.Context(), path, r, time.Now()); err != nil {
@@ -809,5 +803,18 @@ func TestSubmitRestrictsALoosenedLog(t *testing.T) {
 	}
 	if got := info.Mode().Perm(); got != 0o600 {
 		t.Errorf("mode after a write = %v, want 0600", got)
+	}
+}
+
+// awaitStartSignal holds a helper process until its parent creates the start
+// file, so every process's writers start together; it exits 2 after a
+// minute without it.
+func awaitStartSignal() {
+	if err := (waittest.Poll{Every: time.Millisecond}).Within(time.Minute, func() error {
+		_, err := os.Stat(os.Getenv(helperStartEnv))
+		return err
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, "helper: no start signal:", err)
+		os.Exit(2)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/jsonl/jsonltest"
 )
@@ -195,13 +194,7 @@ func TestUseGrantHelperProcess(t *testing.T) {
 	}
 	path, id := os.Getenv(helperPathEnv), os.Getenv(useIDEnv)
 	n, _ := strconv.Atoi(os.Getenv(helperCountEnv))
-	if err := (waittest.Poll{Every: time.Millisecond}).Within(time.Minute, func() error {
-		_, err := os.Stat(os.Getenv(helperStartEnv))
-		return err
-	}); err != nil {
-		fmt.Fprintln(os.Stderr, "helper: no start signal:", err)
-		os.Exit(2)
-	}
+	awaitStartSignal()
 	var mu sync.Mutex
 	won, lost := 0, 0
 	var wg sync.WaitGroup

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/messages"
 )
 
@@ -22,14 +23,7 @@ const wait = 10 * time.Second
 // receive takes the value ch carries, failing the test after wait.
 func receive[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(wait):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
+	return waittest.Receive(t, ch, wait, what)
 }
 
 // resultText is r's text content, joined, and whether it is a tool error.
