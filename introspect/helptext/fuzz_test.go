@@ -21,6 +21,9 @@ var fuzzSeeds = []string{
 	"  -a <, -b <, -c [, -d (, -e <\n",
 	"  --x=\"unterminated\n  -S[<keyid  \n  --y[=<<<]\n",
 	"\x1b[1m--bold\x1b[0m  b\n_\bu_\bn  u\n",
+	"NAME\n       git-log - Show\n\nDIFF FORMATTING\n       --stat[=<width>[,<name-width>[,<count>]]]\n           Stat.\n" +
+		"       -L<start>,<end>:<file>, -L:<funcname>:<file>\n           Trace.\n           --numstat, --dirstat,\n" +
+		"       -<number>, -n <number>, --max-count=<number>\n           Limit.\n       [--] <path>...\n           Paths.\n",
 }
 
 // seedChunk is the most a seed holds. The captured texts are cut into

@@ -93,6 +93,44 @@ func TestParseCapturedTexts(t *testing.T) {
 			helpCommand: true,
 		},
 		{
+			// git's man-page forms: "-m <msg>, --message=<msg>",
+			// "-n, --[no-]verify", "-S[<keyid>], --gpg-sign[=<keyid>]".
+			file:        "git_commit_help_man.txt",
+			style:       StyleGNU,
+			description: "Record changes to the repository",
+			flags: []Flag{
+				{Short: "-m", Long: "--message", Value: ValueRequired, Placeholder: "<msg>", Type: tStr, Description: "Use the given <msg> as the commit message. If multiple -m options are given, their values are concatenated as separate paragraphs."},
+				{Long: "--allow-empty", Value: ValueNone, Type: tBool, Description: "Usually recording a commit that has the exact same tree as its sole parent commit is a mistake, and the command prevents you from making such a commit. This option bypasses the safety, and is primarily for use by foreign SCM interface scripts."},
+				{Short: "-n", Long: "--verify", Value: ValueNone, Type: tBool, Description: "By default, the pre-commit and commit-msg hooks are run. When any of --no-verify or -n is given, these are bypassed. See also githooks(5).", Negatable: true},
+				{Long: "--cleanup", Value: ValueRequired, Placeholder: "<mode>", Type: tStr, Description: "This option determines how the supplied commit message should be cleaned up before committing. The <mode> can be strip, whitespace, verbatim, scissors or default."},
+				{Long: "--status", Value: ValueNone, Type: tBool, Description: "Include the output of git-status(1) in the commit message template when using an editor to prepare the commit message. Defaults to on, but can be used to override configuration variable commit.status."},
+				{Short: "-S", Long: "--gpg-sign", Value: ValueOptional, Placeholder: "<keyid>", Type: tBool, Description: "GPG-sign commits. The keyid argument is optional and defaults to the committer identity; if specified, it must be stuck to the option without a space. --no-gpg-sign is useful to countermand both commit.gpgSign configuration variable, and earlier --gpg-sign.", Negatable: true},
+			},
+			noFlags: []string{"--reset-author]", "--[no-]status"},
+		},
+		{
+			// Nested optional values ("--stat[=<width>[,<name-width>[,<count>]]]"),
+			// options under DIFF FORMATTING, "-<number>, -n <number>,
+			// --max-count=<number>", "--[no-]mailmap, --[no-]use-mailmap", and
+			// -L's values with commas and colons stuck to it, whose
+			// description's "--numstat, --shortstat, --dirstat" is prose.
+			file:        "git_log_help_man.txt",
+			style:       StyleGNU,
+			description: "Show commit logs",
+			flags: []Flag{
+				{Long: "--stat", Value: ValueOptional, Placeholder: "<width>[,<name-width>[,<count>]]", Type: tBool, Description: "Generate a diffstat. By default, as much space as necessary will be used for the filename part, and the rest for the graph part. Maximum width defaults to terminal width, or 80 columns if not connected to a terminal, and can be overridden by <width>. The width of the filename part can be limited by giving another width <name-width> after a comma. The width of the graph part can be limited by using --stat-graph-width=<width> (affects all commands generating a stat graph) or by setting diff.statGraphWidth=<width> (does not affect git format-patch). By giving a third parameter <count>, you can limit the output to the first <count> lines, followed by ... if there are more."},
+				{Short: "-X", Long: "--dirstat", Value: ValueOptional, Placeholder: "<param1,param2,...>", Type: tBool, Description: "Output the distribution of relative amount of changes for each sub-directory. The behavior of --dirstat can be customized by passing it a comma separated list of parameters. The defaults are controlled by the diff.dirstat configuration variable (see git-config(1)). The following parameters are available:"},
+				{Short: "-n", Long: "--max-count", Value: ValueRequired, Placeholder: "<number>", Type: tInt, Description: "Limit the number of commits to output."},
+				{Long: "--mailmap", Value: ValueNone, Type: tBool, Description: "Use mailmap file to map author and committer names and email addresses to canonical real names and email addresses. See git-shortlog(1).", Negatable: true},
+				{Long: "--use-mailmap", Value: ValueNone, Type: tBool, Description: "Use mailmap file to map author and committer names and email addresses to canonical real names and email addresses. See git-shortlog(1).", Negatable: true},
+				{Short: "-L", Value: ValueRequired, Placeholder: "<start>,<end>:<file>", Type: tStr, Description: "Trace the evolution of the line range given by <start>,<end>, or by the function name regex <funcname>, within the <file>. You may not give any pathspec limiters. This is currently limited to a walk starting from a single revision, i.e., you may only give zero or one positive revision arguments, and <start> and <end> (or <funcname>) must exist in the starting revision. You can specify this option more than once. Implies --patch. Patch output can be suppressed using --no-patch, but other diff formats (namely --raw, --numstat, --shortstat, --dirstat, --summary, --name-only, --name-status, --check) are not currently implemented."},
+				{Long: "--follow", Value: ValueNone, Type: tBool, Description: "Continue listing the history of a file beyond renames (works only for a single file)."},
+				{Long: "--rename-empty", Value: ValueNone, Type: tBool, Description: "Whether to use empty blobs as rename source.", Negatable: true},
+				{Long: "--skip", Value: ValueRequired, Placeholder: "<number>", Type: tInt, Description: "Skip number commits before starting to show the commit output."},
+			},
+			noFlags: []string{"--stat-graph-width=<width>", "<path>..."},
+		},
+		{
 			file:        "git_pull_help_man.txt",
 			style:       StyleGNU,
 			description: "Fetch from and integrate with another repository or a local branch",

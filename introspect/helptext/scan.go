@@ -203,7 +203,10 @@ func (s *scanner) heading(text string) {
 	s.proseIndent = -1
 	if s.cfg.man {
 		if isManHeading(text) {
-			s.manOptions = strings.Contains(text, "OPTION") || strings.Contains(text, "FLAG") || text == "DESCRIPTION"
+			// git log's and git show's diff options (--stat, -p…) are listed
+			// under "DIFF FORMATTING", not "OPTIONS".
+			s.manOptions = strings.Contains(text, "OPTION") || strings.Contains(text, "FLAG") || text == "DESCRIPTION" ||
+				strings.Contains(text, "FORMATTING")
 			s.manCommands = strings.Contains(text, "COMMAND") || strings.Contains(text, "GROUP")
 		}
 		return

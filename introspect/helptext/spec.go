@@ -136,13 +136,24 @@ func readSpelling(s string) (sg spelling, n int, ok bool) {
 		sg.value, sg.placeholder = ValueOptional, s[3:e]
 		return sg, e + 1, true
 	case '<':
-		// "-X<option>": a value stuck to the flag.
+		// "-X<option>": a value stuck to the flag. git log's
+		// "-L<start>,<end>:<file>" sticks more to it: the value runs to the
+		// end of the token.
 		e := closing(s, 2)
-		if e < 0 || !endsSpelling(s, e+1) {
+		if e < 0 {
 			return sg, 0, false
+		}
+		if !endsSpelling(s, e+1) {
+			e = tokenEnd(s, e+1) - 1
 		}
 		sg.value, sg.placeholder = ValueRequired, s[2:e+1]
 		return sg, e + 1, true
+	}
+	if s[2] == ':' && s[3:] != "" && s[3] == '<' {
+		// git log's "-L:<funcname>:<file>": the value starts with a colon.
+		e := tokenEnd(s, 2)
+		sg.value, sg.placeholder = ValueRequired, s[2:e]
+		return sg, e, true
 	}
 	if isAlnum(s[2]) || s[2] == '=' || s[2] == '-' || s[2] == '_' {
 		// A single-dash long option ("-name", "-nv", "-chdir=DIR"): skipped.
@@ -279,9 +290,11 @@ func gapOrEnd(s string, e int) bool {
 	return false
 }
 
-// endsSpelling reports whether a spelling may end just before s[e].
+// endsSpelling reports whether a spelling may end just before s[e]: a
+// blank, the end, or a comma that separates spellings (in git log's
+// "-L<start>,<end>:<file>" the comma is part of the value).
 func endsSpelling(s string, e int) bool {
-	return e >= len(s) || s[e] == ' ' || s[e] == ','
+	return e >= len(s) || s[e] == ' ' || (s[e] == ',' && separates(s, e))
 }
 
 // tokenEnd returns the end of the token starting at s[i]: the next blank,
