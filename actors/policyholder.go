@@ -2,11 +2,14 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset"
 )
 
@@ -97,13 +100,72 @@ func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
 // Run swaps in each loaded configuration until ctx is done. It first
 // audits the policy it starts with (cause "start"), so the audit log says
 // what was in force before the first call.
+//
+// A grant whose subcommand's help the snapshot does not know is learned off
+// the loop (introspection's bounds: 5 s per run, at most 4 at once) while
+// the snapshot in service leaves it out; once learned, a new snapshot puts
+// it in force with that help. Run waits for a learning run to end (it ends
+// with ctx) before it returns.
 func (h *PolicyHolder) Run(ctx context.Context) error {
 	start := h.cur.Current()
 	h.auditChange(ctx, "start", &Snapshot{State: toolset.State{Policy: emptyPolicy}}, start)
+	// learned brings a learning run's outcome back to the loop; one run at
+	// a time, so one slot never blocks its sender.
+	learned := make(chan learnedHelps, 1)
+	var runs sync.WaitGroup
+	defer runs.Wait()
+	running := false
+	learn := func() {
+		if running {
+			return
+		}
+		snap := h.cur.Current()
+		need, all := toolset.Unlearned(snap.Loaded, snap.Grants, snap.Learned)
+		if len(need) == 0 {
+			return
+		}
+		running = true
+		keys := make([]string, len(need))
+		for i, g := range need {
+			keys[i] = config.HelpKey(g.Tool, g.Subcommand)
+		}
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			helps, err := snap.Loaded.LearnGrants(ctx, all)
+			learned <- learnedHelps{load: snap.Loaded, helps: helps, keys: keys, err: err}
+		}()
+	}
+	learn()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case r := <-learned:
+			running = false
+			old := h.cur.Current()
+			if r.load == old.Loaded {
+				if r.err != nil {
+					h.log.Warn("grant help not learned; the grant is in force on the rules' types and the heuristic", "error", r.err)
+				}
+				lh := toolset.GrantHelps{Helps: old.Learned.Helps, Tried: map[string]bool{}}
+				for k := range old.Learned.Tried {
+					lh.Tried[k] = true
+				}
+				for _, k := range r.keys {
+					lh.Tried[k] = true
+				}
+				if r.err == nil && r.helps != nil {
+					lh.Helps = r.helps
+				}
+				snap := NewSnapshotWith(old.Loaded, old.Grants, lh, h.shared, h.getenv)
+				h.cur.cur.Store(snap)
+				h.auditChange(ctx, "grant", old, snap)
+				h.logDormant(snap)
+				h.log.Debug("grant help learned", "exposed", len(snap.Policy.Rules()))
+				ring(h.toolsetChanged)
+			}
+			learn()
 		case m := <-h.rejected:
 			h.auditRejected(ctx, m.Cause, m.Err)
 		case m := <-h.grants:
@@ -111,12 +173,13 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			// "config reloaded" line; the registry sends a list_changed
 			// only if the tools did change.
 			old := h.cur.Current()
-			snap := NewSnapshot(old.Loaded, m.Grants, h.shared, h.getenv)
+			snap := NewSnapshotWith(old.Loaded, m.Grants, old.Learned, h.shared, h.getenv)
 			h.cur.cur.Store(snap)
 			h.auditChange(ctx, m.Cause, old, snap)
 			h.logDormant(snap)
 			h.log.Debug("grants changed", "cause", m.Cause, "in_force", len(m.Grants), "exposed", len(snap.Policy.Rules()))
 			ring(h.toolsetChanged)
+			learn()
 		case m := <-h.in:
 			old := h.cur.Current()
 			snap := NewSnapshot(m.Loaded, old.Grants, h.shared, h.getenv)
@@ -140,8 +203,19 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			if h.upstreams != nil {
 				ring(h.upstreams)
 			}
+			learn()
 		}
 	}
+}
+
+// learnedHelps is one learning run's outcome: what load's grants'
+// subcommands' help is (helps), which subcommands it tried (keys), or why
+// it failed.
+type learnedHelps struct {
+	load  *config.Loaded
+	helps policy.Helps
+	keys  []string
+	err   error
 }
 
 // emptyPolicy stands for "nothing" before the first policy.
@@ -178,6 +252,9 @@ func (h *PolicyHolder) auditRejected(ctx context.Context, cause string, err erro
 // until it expires.
 func (h *PolicyHolder) logDormant(s *Snapshot) {
 	for id, err := range s.Dormant {
+		if errors.Is(err, toolset.ErrLearningHelp) {
+			continue // not dormant: in force in a moment
+		}
 		if why := err.Error(); h.dormant[id] != why {
 			h.dormant[id] = why
 			h.log.Warn("grant dormant: not in force with this config", "id", id, "why", why)

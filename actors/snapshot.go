@@ -35,6 +35,10 @@ type Snapshot struct {
 	// policy an exact grant was approved under changed).
 	Grants  []*requests.Record
 	Dormant map[string]error
+	// Learned is what the policy holder learned of the grants'
+	// subcommands' help for Loaded; a grant whose help is still to be
+	// learned is dormant (toolset.ErrLearningHelp) until it is.
+	Learned toolset.GrantHelps
 }
 
 // Shared is what outlives snapshots: one set of concurrency slots and one
@@ -51,6 +55,9 @@ type Shared struct {
 	// UseGrant consumes once-grants through the request-log writer
 	// (messages.RequestLogLinks.UseGrant); nil when none can be.
 	UseGrant toolset.GrantUser
+	// Used remembers the once-grants used, for the denials that follow;
+	// nil remembers none.
+	Used *toolset.UsedGrants
 	// Audit reaches the audit-log writer; nil means no audit log whatever
 	// the config says.
 	Audit *AuditSender
@@ -68,7 +75,16 @@ type Shared struct {
 // force: the grants approved under this config are merged into the policy
 // clients see, as ApplyRequest would merge them into the file.
 // getenv reads the server's environment, for the children's PATH and HOME.
+// A grant whose subcommand's help the load does not know is not in force
+// (see NewSnapshotWith).
 func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, getenv func(string) string) *Snapshot {
+	return NewSnapshotWith(l, grants, toolset.GrantHelps{}, shared, getenv)
+}
+
+// NewSnapshotWith is NewSnapshot with what was learned of the grants'
+// help: their merged rules are compiled with it, and the snapshot's Helps
+// (previews, discovery, schemas) include it.
+func NewSnapshotWith(l *config.Loaded, grants []*requests.Record, learned toolset.GrantHelps, shared Shared, getenv func(string) string) *Snapshot {
 	c := l.Config
 	// One set for all the snapshot's tools: the files are the server's.
 	protected := toolset.NewProtectedFiles(append([]string{absPath(c.File)}, c.OwnFiles()...))
@@ -89,9 +105,9 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 		shared.Slots.SetLimit(c.MCP.MaxConcurrentCalls)
 	}
 	snap := &Snapshot{
-		State: toolset.State{Policy: l.Policy, Helps: l.Helps, Preview: l.PreviewRule, RequestLog: c.MCP.RequestLog, Runtimes: rt,
+		State: toolset.State{Policy: l.Policy, Helps: learned.For(l), Preview: l.PreviewRule, RequestLog: c.MCP.RequestLog, Runtimes: rt,
 			Slots: shared.Slots, Reaper: shared.Reaper, Base: l.Policy, PolicyHash: l.PolicyHash(),
-			Denials: shared.Denials, UseGrant: shared.UseGrant,
+			Denials: shared.Denials, UseGrant: shared.UseGrant, Used: shared.Used,
 			ElicitTokens: l.ElicitTokens, ConfigPath: config.CanonicalPath(c.File)},
 		Config:     c,
 		MCPToken:   l.MCPToken,
@@ -100,10 +116,11 @@ func NewSnapshot(l *config.Loaded, grants []*requests.Record, shared Shared, get
 		Loaded:     l,
 		Sandbox:    sandbox,
 		Grants:     grants,
+		Learned:    learned,
 	}
 	// The grants approved under this config are merged into the policy
 	// clients see; a call the config alone refuses may run under one.
-	ov := toolset.OverlayGrants(l, grants, snap.PolicyHash)
+	ov := toolset.OverlayGrants(l, grants, snap.PolicyHash, learned)
 	snap.Policy, snap.State.Grants, snap.Dormant = ov.Policy, ov.Grants, ov.Dormant
 	snap.AuditPolicy = toolset.AuditPolicy(snap.PolicyHash, snap.State.Grants.GrantIDs())
 	if shared.Audit != nil && c.AuditEnabled() {

@@ -83,6 +83,9 @@ type grantUse struct {
 	// kinds the oldest is used.
 	approved time.Time
 	exact    *requests.Call
+	// policy is a capability grant's (the config with it alone merged),
+	// remembered once a once-grant is used; nil for the others.
+	policy *policy.Policy
 	// all lists, oldest first, every grant a call needed together (each
 	// adds a flag it gives); nil when one grant alone allows it.
 	all []string
@@ -127,7 +130,7 @@ func (st *State) grantFor(name string, call policy.Call, canonical json.RawMessa
 	capability := func(list []CapabilityGrant) (policy.Decision, *grantUse) {
 		for _, c := range list {
 			if d := c.Policy.Evaluate(call); d.Allowed() {
-				return d, &grantUse{id: c.ID, once: c.Once, until: c.Until, approved: c.Approved}
+				return d, &grantUse{id: c.ID, once: c.Once, until: c.Until, approved: c.Approved, policy: c.Policy}
 			}
 		}
 		return policy.Decision{}, nil
@@ -279,6 +282,7 @@ func (st *State) admit(ctx context.Context, u *grantUse) func(dir *os.File) erro
 				}
 				return err
 			}
+			st.Used.add(UsedGrant{ID: u.id, At: time.Now(), Policy: u.policy})
 		}
 		return nil
 	}

@@ -57,6 +57,9 @@ type State struct {
 	// UseGrant consumes a once-grant (the request-log writer's); nil when
 	// none can be.
 	UseGrant GrantUser
+	// Used remembers the once-grants used (one for the server's life), so
+	// a later denial of the same call says so; nil remembers none.
+	Used *UsedGrants
 	// ElicitTokens maps each elicitation client's token to its name
 	// (mcp.elicit_clients); ConfigPath is the served config's canonical
 	// path, which a grant decided in a client records.
@@ -138,6 +141,14 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 				d, use = gd, u
 			}
 		}
+		if use == nil && !d.Allowed() && st.Policy != nil && st.Policy != st.base() {
+			// Grants are in force and none allows the call: the denial
+			// is the policy in force's (config and grants), so its
+			// Allowed flags line lists what is granted now.
+			if in := st.Policy.Evaluate(call); !in.Allowed() {
+				refusal = in.Refusal
+			}
+		}
 		cwd, _ := params[policy.CwdProperty].(string)
 		// ranIn is where the child ran, or a refused call would have: set
 		// by Execute once it has checked the directory.
@@ -152,7 +163,11 @@ func NewHandler(tool string, sub []string, current func() *State, stop context.C
 				a.line.Cwd = ranIn
 			}
 			a.denied(shown, r.Kind.String(), r.Reason)
-			return st.denial(name, call, req.Params.Arguments, rt, r)
+			res := st.denial(name, call, req.Params.Arguments, rt, r)
+			if g, ok := st.Used.find(call); ok {
+				res.Content = []mcp.Content{&mcp.TextContent{Text: withUsedNote(r.Text, g)}}
+			}
+			return res
 		}
 		if !d.Allowed() {
 			return deny(refusal), nil

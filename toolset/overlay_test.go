@@ -50,7 +50,7 @@ func TestOverlayGrantsExact(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			o := OverlayGrants(l, tt.grants, "h1")
+			o := OverlayGrants(l, tt.grants, "h1", GrantHelps{})
 			if o.Policy != l.Policy {
 				t.Errorf("Policy = %p, want the load's %p (no capability grant)", o.Policy, l.Policy)
 			}

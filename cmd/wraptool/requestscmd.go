@@ -319,6 +319,7 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	if err := o.bareRuleRefusal(r); err != nil {
 		return err
 	}
+	a.learnHelps(ctx, o, r)
 	a.printRequest(o, r)
 	effect, previewErr := a.approvalEffect(o, r, ap.grant != nil)
 	if ap.grant != nil {
@@ -454,8 +455,8 @@ func (a *app) printRequest(o *operator, r *requests.Record) {
 }
 
 // effect renders what approving grants: the rule as it will stand after the
-// merge, every flag with its help line and "takes any value" where it takes
-// one, and the positional limit (requests.RuleEffect, which every screen
+// merge, every flag with its help line and what it takes (a switch, any
+// value, value-taking unknown), and the positional limit (requests.RuleEffect, which every screen
 // that asks for a decision shows). err says why the merge could not be made
 // (then --apply is refused).
 func (a *app) effect(o *operator, r *requests.Record) (string, error) {
@@ -466,6 +467,28 @@ func (a *app) effect(o *operator, r *requests.Record) (string, error) {
 			err, command, requests.Flags(r.Flags)), err
 	}
 	return "\n" + strings.Join(requests.RuleEffect(o.loaded.Helps, r, rule).Lines(), "\n") + "\n", nil
+}
+
+// learnHelps learns the help of r's subcommand when the cache lacks it, so
+// the effect and the flag marks say what the help says: the CLI's load
+// reads the cache only, and a request's subcommand is often one no rule
+// names yet. It runs the same fixed forms, under the same limits (5 s per
+// run, at most 4 at once), into the same cache as the server, on the config
+// as the request would leave it; a failure leaves o as it was (the effect
+// then fails closed: HELP UNKNOWN, value-taking unknown).
+func (a *app) learnHelps(ctx context.Context, o *operator, r *requests.Record) {
+	if _, ok := o.loaded.Config.Tools[r.Tool]; !ok || config.HelpKnown(o.loaded.Helps, r.Tool, r.Subcommand) {
+		return
+	}
+	in := a.newIntrospector(nil, false)
+	defer in.Close()
+	spec := config.GrantSpec{ID: r.ID, Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags}
+	helps, err := o.loaded.LearnWith(ctx, a.introspection(in), []config.GrantSpec{spec})
+	if err != nil {
+		a.log.Warn("help not learned", "tool", requests.Token(r.Tool), "error", err)
+		return
+	}
+	o.loaded = o.loaded.WithHelps(helps)
 }
 
 // interactive reports whether a person can answer a prompt: stdin is a

@@ -50,6 +50,7 @@ func (x *logDecider) show(ctx context.Context, r *requests.Record) {
 		fmt.Fprintf(out, "\nThe config does not load, so approving is refused until it does: %s\n", safeText(err.Error()))
 		return
 	}
+	x.a.learnHelps(ctx, o, r)
 	o.describe(out, r, time.Now())
 	effect, err := x.a.approvalEffect(o, r, r.Call != nil)
 	x.shownEffect = effect
@@ -86,6 +87,7 @@ func (x *logDecider) approve(ctx context.Context, r *requests.Record, ap approva
 	if err := o.bareRuleRefusal(cur); err != nil {
 		return err
 	}
+	x.a.learnHelps(ctx, o, cur)
 	effect, previewErr := x.a.approvalEffect(o, cur, cur.Call != nil)
 	if cur.ID != x.shownID || effect != x.shownEffect {
 		fmt.Fprint(x.a.stdout, "\nThe config changed since this request was shown; approving it now does this instead:"+effect)

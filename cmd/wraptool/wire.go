@@ -131,7 +131,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	// What outlives snapshots: the concurrency slots, the reaper, the
 	// denial memory, the way to consume a once-grant, and the audit queue.
 	shared := actors.Shared{Slots: toolset.NewSlots(l.Config.MCP.MaxConcurrentCalls), Reaper: reaper,
-		Denials: toolset.NewDenials(), UseGrant: requestLog.UseGrant, Audit: audit,
+		Denials: toolset.NewDenials(), UseGrant: requestLog.UseGrant, Used: toolset.NewUsedGrants(), Audit: audit,
 		Confiner: a.confinerFor(), Self: a.self(), Paths: a.configOptions()}
 
 	s.grants = actors.NewGrants(actors.GrantsOptions{Snapshots: published, LogChanged: logChanged, Out: grantsChanged,
@@ -240,6 +240,7 @@ func plainLinks() map[string]string {
 		"actors.Shared.Slots":                "a limiter bounding the wrapped-tool children running at once, shared by every call",
 		"actors.Shared.Reaper":               reaper,
 		"actors.Shared.Denials":              denials,
+		"actors.Shared.Used":                 "the once-grants used, for the denials that follow; guarded by its own lock",
 		"actors.Shared.UseGrant":             "messages.RequestLogLinks.UseGrant: " + logLinks,
 		"actors.Shared.Audit":                audit,
 		"actors.Shared.Confiner":             "builds each snapshot's sandbox; immutable once made",

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"context"
 	"path/filepath"
+	"strings"
 
 	"github.com/wraptool/wraptool/policy"
 )
@@ -38,10 +40,20 @@ type Overlay struct {
 	Dormant map[string]error
 }
 
-// Overlay merges timed and once-grants into the loaded config. Grants are
-// merged in the order given (the server passes them oldest first); one that
-// cannot be merged is Dormant and leaves the others as they are.
-func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay {
+// Overlay merges timed and once-grants into the loaded config, compiled
+// with the load's help (see OverlayWith).
+func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay { return l.OverlayWith(nil, timed, once) }
+
+// OverlayWith merges timed and once-grants into the loaded config. Grants
+// are merged in the order given (the server passes them oldest first); one
+// that cannot be merged is Dormant and leaves the others as they are. The
+// merged rules are compiled with helps (nil means the load's): what
+// LearnGrants learned of the grants' subcommands, so a grant's flags are
+// typed as the same rule in the file would be.
+func (l *Loaded) OverlayWith(helps policy.Helps, timed, once []GrantSpec) *Overlay {
+	if helps == nil {
+		helps = l.Helps
+	}
 	o := &Overlay{Policy: l.Policy, Timed: l.Policy, Each: map[string]*policy.Policy{}, Dormant: map[string]error{}}
 	if len(timed) == 0 && len(once) == 0 {
 		return o
@@ -78,8 +90,8 @@ func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay {
 		if cfg == nil {
 			return l.Policy, nil
 		}
-		unseedShortHelp(cfg, l.Helps)
-		return cfg.Policy(l.Helps)
+		unseedShortHelp(cfg, helps)
+		return cfg.Policy(helps)
 	}
 	// Each grant alone first: what is not in force stays out of the rest.
 	var timedInForce, onceInForce []GrantSpec
@@ -112,6 +124,75 @@ func (l *Loaded) Overlay(timed, once []GrantSpec) *Overlay {
 		o.Policy = o.Timed
 	}
 	return o
+}
+
+// LearnGrants learns, with the introspect step the load was made with,
+// the help of the rules specs would merge into the config: the same runs,
+// forms, limits and cache as a reload's, on the config as the grants would
+// make it. It returns the load's help when nothing merges or the load did
+// not introspect. Learning can take as long as introspection's bounds
+// allow (5 s per run), so callers run it off any loop that must answer.
+func (l *Loaded) LearnGrants(ctx context.Context, specs []GrantSpec) (policy.Helps, error) {
+	return l.LearnWith(ctx, l.introspect, specs)
+}
+
+// LearnWith is LearnGrants with another introspect step: the CLI's loads
+// read the cache only, and learn a request's help on demand with one that
+// runs the tool.
+func (l *Loaded) LearnWith(ctx context.Context, in Introspect, specs []GrantSpec) (policy.Helps, error) {
+	if in == nil || len(specs) == 0 {
+		return l.Helps, nil
+	}
+	c := l.Config
+	abs, err := filepath.Abs(c.File)
+	if err != nil {
+		abs = c.File
+	}
+	base, ok := c.fileSet().read[abs]
+	if !ok || base.err != nil {
+		return l.Helps, nil
+	}
+	data, cfg := base.data, (*Config)(nil)
+	for _, g := range specs {
+		m, err := plan(c.File, data, g.Tool, g.Subcommand, g.Flags, l.paths, c.files)
+		if err != nil {
+			continue // it will be dormant: nothing to learn
+		}
+		data, cfg = m.Out, m.config
+	}
+	if cfg == nil {
+		return l.Helps, nil
+	}
+	return in(ctx, cfg, false)
+}
+
+// Introspects reports whether the load learned its tools' help (it had an
+// introspect step): only then is a grant's help learned before it is in
+// force.
+func (l *Loaded) Introspects() bool { return l.introspect != nil }
+
+// WithHelps is l with helps in place of its help (the CLI's, after
+// learning a request's subcommand on demand); the policy is not compiled
+// again.
+func (l *Loaded) WithHelps(helps policy.Helps) *Loaded {
+	c := *l
+	c.Helps = helps
+	return &c
+}
+
+// HelpKnown reports whether helps knows the help of tool's subcommand sub
+// (for an empty sub, the tool's own): a grant for it needs nothing learned.
+func HelpKnown(helps policy.Helps, tool string, sub []string) bool {
+	if helps == nil {
+		return false
+	}
+	_, ok := helps.Subcommands(tool, sub)
+	return ok
+}
+
+// HelpKey names tool's subcommand sub for a set of helps already learned.
+func HelpKey(tool string, sub []string) string {
+	return tool + "\x00" + strings.Join(sub, "\x00")
 }
 
 // PreviewRule is the allow rule tool/sub/flags would stand as once merged

@@ -96,6 +96,10 @@ type Loaded struct {
 	// paths are the load's LoadOptions.Paths, for merging grants (Overlay)
 	// as the load would have parsed them.
 	paths *Options
+	// introspect is the load's introspect step (nil when it had none), so
+	// a grant's merged rule is learned as the load's rules were
+	// (LearnGrants).
+	introspect Introspect
 	// policyHash is PolicyHash's, computed once the load has read every
 	// file.
 	policyHash string
@@ -134,6 +138,7 @@ func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error)
 		return nil, err
 	}
 	if o != nil && o.Introspect != nil {
+		l.introspect = o.Introspect
 		if l.Helps, err = o.Introspect(ctx, c, o.Forced); err != nil {
 			return nil, err
 		}

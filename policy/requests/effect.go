@@ -27,8 +27,12 @@ type Effect struct {
 type EffectFlag struct {
 	// Flag is the flag, escaped.
 	Flag string
-	// Kind is "a switch", "takes a value (constrained)" or "takes any
-	// value".
+	// Kind is "a switch", "takes a value (constrained)", "takes any
+	// value", or, for a short flag whose value-taking nothing proves (no
+	// constraint type, no help), "value-taking unknown: its value counts
+	// as a positional argument" (and, with positional_max 0, that it can
+	// only be given as a switch). It comes from the help: a flag the help
+	// does not describe is never said to take a value it may not take.
 	Kind string
 	// Help is the flag's line from the subcommand's help, escaped; "" when
 	// the help says nothing about it.
@@ -37,6 +41,14 @@ type EffectFlag struct {
 	// "" when listed or not requested.
 	Mark string
 }
+
+// UnprovenKind is the effect's word for a short flag whose value-taking
+// nothing proves; UnprovenSwitchOnly follows it under positional_max 0,
+// where such a value has nowhere to go.
+const (
+	UnprovenKind       = "value-taking unknown: its value counts as a positional argument"
+	UnprovenSwitchOnly = " (with positional_max: 0 it can only be given as a switch)"
+)
 
 // RuleEffect computes the effect of approving r, whose capability merges
 // into rule (the rule as it will stand, help flags not seeded). h is what
@@ -50,12 +62,19 @@ func RuleEffect(h policy.Helps, r *Record, rule *policy.AllowRule) Effect {
 	for _, f := range rule.Flags {
 		l := EffectFlag{Flag: Token(f)}
 		c := rule.FlagConstraints[f]
-		typ, _ := policy.TypeOf(c, h, r.Tool, r.Subcommand, f)
+		typ, proven := policy.TypeOf(c, h, r.Tool, r.Subcommand, f)
 		switch {
 		case typ == policy.TypeBoolean:
 			l.Kind = "a switch"
 		case c != nil && (c.Pattern != "" || c.Min != nil || c.Max != nil):
 			l.Kind = "takes a value (constrained)"
+		case !proven && policy.IsShortFlag(f):
+			// Evaluate holds such a value to the positional rules, so
+			// the effect says what the server will do with it.
+			l.Kind = UnprovenKind
+			if n := rule.ArgConstraints.PositionalMax; n != nil && *n == 0 {
+				l.Kind += UnprovenSwitchOnly
+			}
 		default:
 			l.Kind = "takes any value"
 		}
