@@ -66,11 +66,12 @@ func (a *app) requestsCommand() *ff.Command {
 	approve := &ff.Command{
 		Name: "approve", Usage: "wraptool requests approve ID [--apply | --once | --for DURATION] [--yes] [--unlisted-ok]",
 		ShortHelp: "approve a request: by hand, merged into the config (--apply), or for now (--once, --for)",
-		LongHelp: "Prints what approving grants (the rule as it will stand: every flag with its help line,\n" +
-			"the positional limit; or, for an exact-call request, the exact command), asks approve? [y/N]\n" +
-			"when stdin is a terminal (unless --yes), then records the decision. --once and --for grant\n" +
-			"the capability (or the exact call) in memory, through the request log, without touching the\n" +
-			"config. Flags may come before or after the ID.",
+		LongHelp: "Prints the rule as it will stand (every flag with its help line, the positional limit; or,\n" +
+			"for an exact-call request, the exact command), asks approve? [y/N] when stdin is a terminal\n" +
+			"(unless --yes), then records the decision. Without --apply, --once or --for that is all it\n" +
+			"does: nothing is allowed until a rule exists. --apply writes the rule into the config; --once\n" +
+			"and --for grant the capability (or the exact call) now, through the request log, without\n" +
+			"touching the config. Flags may come before or after the ID.",
 		Flags: approveFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			id, err := oneID("approve", approveFlags, args)
@@ -297,6 +298,21 @@ type approval struct {
 	grant *requests.Term
 }
 
+// recordsOnly reports whether ap is a plain approval: no --apply, no
+// grant. It records a yes and allows nothing by itself.
+func (ap approval) recordsOnly() bool { return !ap.apply && ap.grant == nil }
+
+// recordOnlyHeading heads a plain approval's effect: it must not read as
+// if it granted the rule it shows (the operator would believe the
+// assistant can now run it), so it says what it records and what would
+// allow the rule.
+func recordOnlyHeading(command string) []string {
+	return []string{
+		"Approving records the decision only: it allows nothing until a rule exists.",
+		"With --apply (written to the config) or --once / --for (granted now), the rule for " + command + " would stand as:",
+	}
+}
+
 // grantTerms checks --apply, --once and --for together (any two of them, or
 // a bad duration, is a usage error).
 func grantTerms(apply, once bool, forArg string) (*requests.Term, error) {
@@ -321,6 +337,9 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	}
 	a.printRequest(o, r)
 	effect, previewErr := a.approvalEffect(o, r, ap.grant != nil)
+	if ap.recordsOnly() && previewErr == nil {
+		effect, _ = a.effectAs(o, r, recordOnlyHeading)
+	}
 	if ap.grant != nil {
 		effect += "  for now: " + ap.grant.String(time.Now()) + "; the config is not changed\n"
 	}
@@ -406,6 +425,10 @@ func (a *app) recordApproval(ctx context.Context, o *operator, r *requests.Recor
 		_, err := fmt.Fprintf(a.stdout, "approved %s %s\n", id, ap.grant.String(now))
 		return err
 	}
+	if !ap.apply {
+		_, err := fmt.Fprintf(a.stdout, "approved %s (nothing is allowed until a rule exists: --apply writes it, --once / --for grant it now)\n", id)
+		return err
+	}
 	_, err := fmt.Fprintf(a.stdout, "approved %s\n", id)
 	return err
 }
@@ -459,13 +482,24 @@ func (a *app) printRequest(o *operator, r *requests.Record) {
 // that asks for a decision shows). err says why the merge could not be made
 // (then --apply is refused).
 func (a *app) effect(o *operator, r *requests.Record) (string, error) {
+	return a.effectAs(o, r, nil)
+}
+
+// effectAs is effect with its heading given by heading (of the tool and
+// subcommand, escaped); nil keeps the heading every deciding screen shows.
+func (a *app) effectAs(o *operator, r *requests.Record, heading func(command string) []string) (string, error) {
 	rule, _, err := edit.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 	if err != nil {
 		command := requests.Token(r.Tool) + " " + requests.Subcommand(r.Subcommand)
 		return fmt.Sprintf("\nApproving records the decision; the capability cannot be merged into the config: %v\nIt asks for: %s %s\n",
 			err, command, requests.Flags(r.Flags)), err
 	}
-	return "\n" + strings.Join(requests.RuleEffect(o.loaded.Helps, r, rule).Lines(), "\n") + "\n", nil
+	e := requests.RuleEffect(o.loaded.Helps, r, rule)
+	lines := e.Lines()
+	if heading != nil {
+		lines = append(heading(e.Command), lines[1:]...)
+	}
+	return "\n" + strings.Join(lines, "\n") + "\n", nil
 }
 
 // interactive reports whether a person can answer a prompt: stdin is a
