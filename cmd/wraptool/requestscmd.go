@@ -22,14 +22,17 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// tableWidth is the terminal width the requests table is made to fit; the
-// rationale is cut to fit it (--json carries it whole), the flags never are.
-const tableWidth = 80
+// defaultTableWidth is the width the requests table is made to fit when
+// stdout is not a terminal, or one whose size is unknown; in a terminal
+// the table fits its width. The rationale is cut to fit (--wide and --json
+// carry it whole), the flags never are.
+const defaultTableWidth = 80
 
 func (a *app) requestsCommand() *ff.Command {
 	var (
 		status     string
 		asJSON     bool
+		wide       bool
 		apply, yes bool
 		unlistedOK bool
 		once       bool
@@ -39,6 +42,7 @@ func (a *app) requestsCommand() *ff.Command {
 	listFlags := ff.NewFlagSet("list").SetParent(a.flags)
 	listFlags.StringVar(&status, 0, "status", "pending", "pending, approved, denied or all")
 	listFlags.BoolVar(&asJSON, 0, "json", "one JSON object per line: each request folded with its decision")
+	listFlags.BoolVar(&wide, 0, "wide", "print each rationale whole (escaped), not cut to the terminal's width")
 	approveFlags := ff.NewFlagSet("approve").SetParent(a.flags)
 	approveFlags.BoolVar(&apply, 0, "apply", "also merge the capability into the config (it hot-reloads)")
 	approveFlags.BoolVar(&yes, 0, "yes", "do not ask for confirmation")
@@ -49,7 +53,7 @@ func (a *app) requestsCommand() *ff.Command {
 	denyFlags.StringVar(&reason, 0, "reason", "", "why, for the assistant (it reads it back with wraptool_request_status)")
 
 	list := &ff.Command{
-		Name: "list", Usage: "wraptool requests list [--status pending|approved|denied|all] [--json]",
+		Name: "list", Usage: "wraptool requests list [--status pending|approved|denied|all] [--wide] [--json]",
 		ShortHelp: "list capability requests (pending by default)",
 		Flags:     listFlags,
 		Exec: func(ctx context.Context, args []string) error {
@@ -60,7 +64,7 @@ func (a *app) requestsCommand() *ff.Command {
 			if len(rest) > 0 {
 				return usageErrorf("requests list takes no arguments, got %q", rest[0])
 			}
-			return a.listRequests(ctx, status, asJSON)
+			return a.listRequests(ctx, status, asJSON, wide)
 		},
 	}
 	approve := &ff.Command{
@@ -209,7 +213,7 @@ func (o *operator) pending(id string) (*requests.Record, error) {
 	return o.recs[i], nil
 }
 
-func (a *app) listRequests(ctx context.Context, status string, asJSON bool) error {
+func (a *app) listRequests(ctx context.Context, status string, asJSON, wide bool) error {
 	switch status {
 	case "pending", "approved", "denied", "all":
 	default:
@@ -262,13 +266,26 @@ func (a *app) listRequests(ctx context.Context, status string, asJSON bool) erro
 		}
 		used += wide + 2
 	}
-	room := max(tableWidth-used, 8)
+	room := max(a.tableWidth()-used, 8)
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	for _, row := range rows {
-		row[len(row)-1] = ellipsis(row[len(row)-1], room)
+		if !wide {
+			row[len(row)-1] = ellipsis(row[len(row)-1], room)
+		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// tableWidth is the width the requests table fits: the terminal's, when
+// stdout is one whose size is known, else defaultTableWidth.
+func (a *app) tableWidth() int {
+	if f, ok := a.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return defaultTableWidth
 }
 
 // flagsText renders a request's flags, each one its subcommand's help does
