@@ -117,7 +117,7 @@ func TestAdminUIInABrowser(t *testing.T) {
 	if n := value("inline scripts", chromedp.Evaluate[string](`String(document.querySelectorAll("script:not([src])").length)`)); n != "0" {
 		t.Errorf("%s inline scripts on the page: the rationale became markup", n)
 	}
-	shot("review.png")
+	// The review page's screenshots (wide and 420 px) are TestReviewPageLayoutAndGrants's.
 
 	step("apply preview", chromedp.Click(form(idApply, "approve")+` button[value="apply"]`), chromedp.WaitVisible(`pre.diff`))
 	if diff := value("the diff", chromedp.Text(`pre.diff`)); !strings.Contains(diff, "+") || !strings.Contains(diff, "--depth") {

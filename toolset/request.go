@@ -274,7 +274,8 @@ func (t *RequestTool) wait(ctx context.Context, req *mcp.CallToolRequest, id str
 // DecidedResult is the request tool's answer once a request is decided:
 // "Request req_… approved (once).", "… approved until
 // 2026-12-01T10:00:00Z.", "… approved and applied to the config.",
-// "… approved.", or "… denied: <reason>".
+// "… approved, but nothing is allowed until the operator adds the rule.",
+// or "… denied: <reason>".
 func DecidedResult(r requests.Record) *mcp.CallToolResult {
 	out := RequestResult{ID: r.ID, Status: r.Status, Reason: r.Reason, Applied: r.Applied}
 	var text string
@@ -297,7 +298,7 @@ func DecidedResult(r requests.Record) *mcp.CallToolResult {
 	case r.Applied != nil && *r.Applied:
 		text = "Request " + r.ID + " approved and applied to the config."
 	default:
-		text = "Request " + r.ID + " approved; the operator will add it to the config by hand."
+		text = "Request " + r.ID + " " + NothingAllowedNote + "."
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: out}
 }

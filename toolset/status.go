@@ -39,6 +39,20 @@ type StatusEntry struct {
 	Grant *StatusGrant `json:"grant,omitempty"`
 	// Command is an exact-call request's call, as it would run.
 	Command []string `json:"command,omitempty"`
+	// Note is NothingAllowedNote for an approval that allows nothing by
+	// itself, so that an assistant reading "approved" does not retry a
+	// call that will be refused again; empty otherwise.
+	Note string `json:"note,omitempty"`
+}
+
+// NothingAllowedNote is what the assistant is told of an approval with no
+// apply and no grant: the operator recorded a yes, but no rule exists yet.
+const NothingAllowedNote = "approved, but nothing is allowed until the operator adds the rule"
+
+// allowsNothing reports whether r is an approval that allows nothing by
+// itself: neither applied to the config nor granted for now.
+func allowsNothing(r *requests.Record) bool {
+	return r.Status == requests.StatusApproved && r.Grant == nil && (r.Applied == nil || !*r.Applied)
 }
 
 // StatusGrant is what the assistant learns of a grant: its terms, not the
@@ -151,6 +165,9 @@ func entry(r *requests.Record) StatusEntry {
 	}
 	if r.Call != nil {
 		e.Command = r.Call.Command
+	}
+	if allowsNothing(r) {
+		e.Note = NothingAllowedNote
 	}
 	return e
 }

@@ -80,3 +80,53 @@ func TestStatusHandler(t *testing.T) {
 		t.Errorf("structuredContent %s", structured)
 	}
 }
+
+func TestAnApprovalThatAllowsNothingSaysSo(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	until := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	reason := "no"
+	cases := []struct {
+		name     string
+		rec      requests.Record
+		wantNote bool
+		wantText string
+	}{
+		{"a plain approval allows nothing", requests.Record{ID: "req_00000001", Status: requests.StatusApproved, Applied: &no}, true,
+			"Request req_00000001 approved, but nothing is allowed until the operator adds the rule."},
+		{"a plain approval without applied allows nothing", requests.Record{ID: "req_00000002", Status: requests.StatusApproved}, true,
+			"Request req_00000002 approved, but nothing is allowed until the operator adds the rule."},
+		{"an applied approval allows", requests.Record{ID: "req_00000003", Status: requests.StatusApproved, Applied: &yes}, false,
+			"Request req_00000003 approved and applied to the config."},
+		{"a timed grant allows", requests.Record{ID: "req_00000004", Status: requests.StatusApproved, Applied: &no,
+			Grant: &requests.Grant{Until: until}}, false, "Request req_00000004 approved until 2026-12-01T10:00:00Z."},
+		{"a once-grant allows", requests.Record{ID: "req_00000005", Status: requests.StatusApproved, Applied: &no,
+			Grant: &requests.Grant{Once: true, Until: until}}, false, "Request req_00000005 approved (once)."},
+		{"a denial is no approval", requests.Record{ID: "req_00000006", Status: requests.StatusDenied, Reason: &reason}, false,
+			"Request req_00000006 denied: no"},
+		{"a pending request is no approval", requests.Record{ID: "req_00000007", Status: requests.StatusPending}, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := entry(&c.rec)
+			if got := e.Note != ""; got != c.wantNote {
+				t.Errorf("note = %q, want one: %v", e.Note, c.wantNote)
+			}
+			if want := "approved, but nothing is allowed until the operator adds the rule"; c.wantNote && e.Note != want {
+				t.Errorf("note = %q, want %q", e.Note, want)
+			}
+			b, _ := json.Marshal(e)
+			if c.wantNote != strings.Contains(string(b), `"note":"approved, but nothing is allowed until the operator adds the rule"`) {
+				t.Errorf("JSON %s: note present = %v, want %v", b, !c.wantNote, c.wantNote)
+			}
+			if c.wantText == "" {
+				return
+			}
+			text := DecidedResult(c.rec).Content[0].(*mcp.TextContent).Text
+			if !strings.HasPrefix(text, c.wantText) {
+				t.Errorf("wait text = %q, want it to start %q", text, c.wantText)
+			}
+		})
+	}
+}

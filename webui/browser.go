@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config/edit"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/webui/httpguard"
@@ -97,7 +99,48 @@ func (u *UI) index(w http.ResponseWriter, r *http.Request, s site) {
 	}
 	d := reviewData(s, recs, u.now())
 	d.Title, d.SignedIn, d.CSRF, d.Flash = "Requests", true, ref.csrf, u.sessions.takeFlash(ref)
+	if f := d.Flash; f != nil && f.Awaiting != nil {
+		if !inService(s.Policy, f.Awaiting) && u.now().Before(f.Awaiting.Until) {
+			// The page refreshes itself until the reload shows the
+			// applied rule, keeping the flash for the next one.
+			u.sessions.setFlash(ref, *f)
+			d.Reloading, d.Refresh = true, applyRefresh
+		}
+	}
 	u.render(w, http.StatusOK, "review", d)
+}
+
+// applyRefresh is how often, in seconds, the review page refreshes itself
+// while the policy in service does not yet show an apply just written;
+// awaitApplyFor is how long it keeps doing so (the reload debounce is far
+// shorter; a config the reload rejects never shows it).
+const (
+	applyRefresh  = 1
+	awaitApplyFor = 15 * time.Second
+)
+
+// inService reports whether p has the rule a is waiting for, with every
+// flag a merged.
+func inService(p *policy.Policy, a *awaitedApply) bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.ToolRules(a.Tool) {
+		if !slices.Equal(r.Subcommand(), a.Subcommand) {
+			continue
+		}
+		have := map[string]bool{}
+		for _, f := range r.Flags() {
+			have[f.Flag] = true
+		}
+		for _, f := range a.Flags {
+			if !have[f] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // login is POST /login with the form field token.
@@ -182,14 +225,16 @@ func (u *UI) signedPost(w http.ResponseWriter, r *http.Request, s site, next fun
 }
 
 // decideForm is POST /requests/{id}/decide: the review page's buttons
-// (Approve, Approve once, for 1 hour, for 8 hours, Apply to config, Deny).
+// (Approve once, for 1 hour, for 8 hours, Apply to config, Mark approved,
+// Deny).
 func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sessionRef, id string) {
 	unlistedOK := r.PostFormValue("unlisted_ok") != ""
 	var f flash
 	switch r.PostFormValue("action") {
 	case "approve":
 		_, err := u.approve(r.Context(), s, id, approval{unlistedOK: unlistedOK})
-		f = result(err, "approved "+requests.Token(id))
+		f = result(err, "approved "+requests.Token(id)+
+			" (nothing is allowed until a rule exists: Apply to config writes it, once / 1 hour / 8 hours grant it now)")
 	case "once", "1h", "8h":
 		term := formGrants[r.PostFormValue("action")]
 		out, err := u.approve(r.Context(), s, id, approval{unlistedOK: unlistedOK, grant: &term})
@@ -284,6 +329,7 @@ func (u *UI) confirmApply(w http.ResponseWriter, r *http.Request, s site, ref se
 	f := result(err, "")
 	if err == nil {
 		f.Text = "approved " + requests.Token(id) + " and applied: " + oneLine(out.applied)
+		f.Awaiting = &awaitedApply{Tool: rec.Tool, Subcommand: rec.Subcommand, Flags: rec.Flags, Until: u.now().Add(awaitApplyFor)}
 	}
 	u.sessions.setFlash(ref, f)
 	http.Redirect(w, r, "/", http.StatusSeeOther)

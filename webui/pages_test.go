@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
@@ -96,12 +97,30 @@ func TestReviewPageShowsFlagsWithTheirHelpAndMarks(t *testing.T) {
 		if got, want := strings.Contains(a, `name="unlisted_ok"`), id == prefix || id == anySub; got != want {
 			t.Errorf("%s: unlisted_ok offered = %v, want %v", id, got, want)
 		}
-		for _, button := range []string{`value="approve">Approve</button>`, `value="once">Approve once</button>`,
+		// Once, 1 hour, 8 hours, apply to config, and last Mark approved,
+		// which says it records the decision only.
+		last := -1
+		for _, button := range []string{`value="once">Approve once</button>`,
 			`value="1h" aria-label="Approve for 1 hour">1 hour</button>`, `value="8h" aria-label="Approve for 8 hours">8 hours</button>`,
-			`value="apply">Apply to config</button>`, `>Deny</button>`, `name="reason"`} {
-			if !strings.Contains(a, button) {
+			`value="apply">Apply to config</button>`, `value="approve">Mark approved</button>`,
+			`records the decision only: nothing is allowed until a rule exists`, `name="reason"`, `>Deny</button>`} {
+			at := strings.Index(a, button)
+			if at < 0 {
 				t.Errorf("%s lacks %s", id, button)
+				continue
 			}
+			if at < last {
+				t.Errorf("%s: %s comes before the button it should follow", id, button)
+			}
+			last = at
+		}
+		if strings.Contains(a, `>Approve</button>`) {
+			t.Errorf("%s still offers a bare Approve, which reads as if it allowed something", id)
+		}
+		// Enter must not press a deciding button: the form's first
+		// (default) button is disabled.
+		if first := a[strings.Index(a, `class="approve"`):]; !strings.Contains(first[:strings.Index(first, `value="once"`)], `<button type="submit" class="default" disabled hidden`) {
+			t.Errorf("%s: the approve form's default button is not a disabled one", id)
 		}
 		// The grant buttons are the Approve form's, so they carry its
 		// unlisted_ok box and CSRF token.
@@ -188,11 +207,13 @@ func TestPageDecisions(t *testing.T) {
 		flags     []string
 		form      url.Values
 		wantFlash string // a prefix
+		wantSays  string // also in the flash
 		wantState string
 		wantTo    string // a redirect other than /
 	}{
-		{name: "Approve records the approval alone", flags: []string{"--tags"}, form: url.Values{"action": {"approve"}},
-			wantFlash: "ok: approved req_", wantState: "approved"},
+		{name: "Mark approved records the approval alone, and says nothing is allowed yet", flags: []string{"--tags"}, form: url.Values{"action": {"approve"}},
+			wantFlash: "ok: approved req_", wantSays: " (nothing is allowed until a rule exists: Apply to config writes it, once / 1 hour / 8 hours grant it now)",
+			wantState: "approved"},
 		{name: "Deny records the reason", flags: []string{"--tags"}, form: url.Values{"action": {"deny"}, "reason": {"not now"}},
 			wantFlash: "ok: denied req_", wantState: "denied"},
 		{name: "an unlisted flag is refused without the box", flags: []string{"--rece"}, form: url.Values{"action": {"approve"}},
@@ -221,8 +242,8 @@ func TestPageDecisions(t *testing.T) {
 				if loc := w.Header().Get("Location"); loc != "/" {
 					t.Fatalf("redirect to %q, want /", loc)
 				}
-				if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, tt.wantFlash) {
-					t.Errorf("flash %q, want it to start with %q", got, tt.wantFlash)
+				if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, tt.wantFlash) || !strings.Contains(got, tt.wantSays) {
+					t.Errorf("flash %q, want it to start with %q and hold %q", got, tt.wantFlash, tt.wantSays)
 				}
 			}
 			if got := f.status(t, id); got != tt.wantState {
@@ -351,6 +372,7 @@ func TestApplyPreviewShowsTheDiffAndWritesOnlyOnConfirm(t *testing.T) {
 				t.Fatal("no plan in the confirm form")
 			}
 			w = f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan[1]}})
+			f.reload(t) // as the server's file watcher does
 			if got := f.flashAfter(t, cookie, w); got != "ok: approved "+id+" and applied: "+tt.applied {
 				t.Errorf("flash %q", got)
 			}
@@ -518,6 +540,7 @@ func TestAPreviewOffersTheUnlistedBoxCarriedFromTheReviewPage(t *testing.T) {
 		t.Fatalf("an unlisted flag was applied without the box")
 	}
 	w = f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}, "unlisted_ok": {"1"}})
+	f.reload(t)
 	if got := f.flashAfter(t, cookie, w); !strings.HasPrefix(got, "ok: approved "+id+" and applied") {
 		t.Errorf("flash %q", got)
 	}
@@ -781,5 +804,105 @@ func TestHistoryShowsTheGrantState(t *testing.T) {
 		if state != want[id] {
 			t.Errorf("a day later, %s: %q, want %q", id, state, want[id])
 		}
+	}
+}
+
+// reload puts the config as it now stands in service, as the server's
+// reload after a write does.
+func (f *fixture) reload(t *testing.T) {
+	t.Helper()
+	l := f.loadFixture(t)
+	f.src.mu.Lock()
+	defer f.src.mu.Unlock()
+	f.src.st.Policy, f.src.st.Base = l.Policy, nil
+}
+
+// After Confirm apply the review page says the change awaits the reload
+// and refreshes itself, keeping its flash, until the policy in service has
+// the applied rule; then it shows the rule, once, and stops refreshing. It
+// stops too when the reload never comes.
+func TestThePageRefreshesUntilAnApplyIsInService(t *testing.T) {
+	t.Parallel()
+	for _, reloads := range []bool{true, false} {
+		t.Run(map[bool]string{true: "until the reload", false: "until it gives up"}[reloads], func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			cookie, csrf := f.signIn(t)
+			id := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "push the tags")
+			page := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie}).Body.String()
+			plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+			if plan == nil {
+				t.Fatal("no plan in the confirm form")
+			}
+			if w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan[1]}}); w.Code != http.StatusSeeOther {
+				t.Fatalf("confirm: status %d", w.Code)
+			}
+			const refresh = `<meta http-equiv="refresh" content="1">`
+			for i := range 2 {
+				page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
+				if !strings.Contains(page, refresh) || !strings.Contains(page, "refreshes until the server has reloaded it") ||
+					!strings.Contains(page, "and applied: added flags --tags to git push") {
+					t.Fatalf("view %d before the reload: no refresh, note or flash:\n%s", i, page)
+				}
+			}
+			if reloads {
+				f.reload(t)
+			} else {
+				f.clock.advance(awaitApplyFor + time.Second)
+			}
+			page = f.do(t, call{target: "/", cookie: cookie}).Body.String()
+			if strings.Contains(page, refresh) || strings.Contains(page, "refreshes until") {
+				t.Errorf("the page still refreshes:\n%s", page)
+			}
+			if reloads && !regexp.MustCompile(`<code>git push</code>: [^<]*<code>--set-upstream</code>, <code>--tags</code>`).MatchString(page) {
+				t.Errorf("the policy in service does not show the applied flag:\n%s", page)
+			}
+			if again := f.do(t, call{target: "/", cookie: cookie}).Body.String(); strings.Contains(again, `class="flash`) {
+				t.Errorf("the flash shows after the page stopped refreshing")
+			}
+		})
+	}
+}
+
+// "Policy in service" marks what the grants in force add to the config's
+// rules, with each grant's id and expiry: a flag added to a rule of the
+// config, and a rule of its own; the config's flags and rules stay
+// unmarked. A grant whose id holds markup shows as text.
+func TestPolicyInServiceMarksWhatGrantsAdd(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cookie, _ := f.signIn(t)
+	until := time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)
+	l := f.loadFixture(t)
+	timed := config.GrantSpec{ID: "req_aaaaaaaa", Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--tags"}}
+	once := config.GrantSpec{ID: "req_<b>bbbbb", Tool: "git", Subcommand: []string{"fetch"}, Flags: []string{"--prune"}}
+	ov := l.Overlay([]config.GrantSpec{timed}, []config.GrantSpec{once})
+	if len(ov.Dormant) > 0 {
+		t.Fatalf("dormant grants: %v", ov.Dormant)
+	}
+	rec := func(g config.GrantSpec, isOnce bool) *requests.Record {
+		return &requests.Record{ID: g.ID, Tool: g.Tool, Subcommand: g.Subcommand, Flags: g.Flags, Status: requests.StatusApproved,
+			Grant: &requests.Grant{Once: isOnce, Until: until}}
+	}
+	f.src.mu.Lock()
+	f.src.st.Policy, f.src.st.Base = ov.Policy, l.Policy
+	f.src.st.Grants = []*requests.Record{rec(timed, false), rec(once, true)}
+	f.src.mu.Unlock()
+
+	page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
+	section := page[strings.Index(page, `<section class="policy">`):]
+	for _, want := range []string{
+		`<li><code>git push</code>: <code>--set-upstream</code>, <code>--tags</code> <span class="grant">(grant req_aaaaaaaa until 2026-03-01 13:00Z)</span>; at most 2`,
+		`<li class="granted"><code>git fetch</code> <span class="grant">(once-grant req_\u003cb\u003ebbbbb until 2026-03-01 13:00Z)</span>: <code>--prune</code>; no positional arguments`,
+		`<li><code>git pull</code>: <code>--ff-only</code>;`,
+	} {
+		want = strings.ReplaceAll(want, `\u003c`, "&lt;")
+		want = strings.ReplaceAll(want, `\u003e`, "&gt;")
+		if !strings.Contains(section, want) {
+			t.Errorf("the policy lacks %s:\n%s", want, section)
+		}
+	}
+	if strings.Contains(section, "<b>") {
+		t.Errorf("markup from a grant's id reached the page")
 	}
 }

@@ -42,6 +42,19 @@ type session struct {
 type flash struct {
 	OK   bool
 	Text string
+	// Awaiting is an apply just written to the config, which the policy in
+	// service shows only once the server reloaded it; until then the page
+	// says so and refreshes itself. Nil for any other result.
+	Awaiting *awaitedApply
+}
+
+// awaitedApply is what an apply merged, and until when the page waits for
+// the reload that puts it in service.
+type awaitedApply struct {
+	Tool       string
+	Subcommand []string
+	Flags      []string
+	Until      time.Time
 }
 
 // sessionRef is what a request learns of its session.

@@ -38,6 +38,15 @@ type State struct {
 	// request for no subcommand can be approved (only where the tool has a
 	// bare rule). Nil shows no overview and refuses such approvals.
 	Policy *policy.Policy
+	// Base is the policy of the config alone, without grants: the
+	// overview marks what Policy has beyond it as granted. Nil means
+	// Policy is the config's alone.
+	Base *policy.Policy
+	// Grants are the capability grants in force under this config, as the
+	// request log holds them (terms, tool, subcommand, flags): the
+	// overview names the grant, and its expiry, behind each rule and flag
+	// it adds.
+	Grants []*requests.Record
 	// Helps is what the tools' own help says: the flags' help lines and
 	// the "(NOT IN 'git push --help')" marks. Nil shows neither.
 	Helps policy.Helps

@@ -41,6 +41,11 @@ type pageData struct {
 	MoreHistory int
 	Tools       []toolView
 	NoPolicy    bool
+	// Reloading says the policy shown does not yet hold an apply just
+	// written; Refresh, when not 0, refreshes the page after that many
+	// seconds.
+	Reloading bool
+	Refresh   int
 
 	// The apply preview.
 	Req     *requestView
@@ -70,6 +75,10 @@ type requestView struct {
 	Exact   bool
 	Command string
 	Cwd     string
+	// Tokens is the command line as the history shows it, one escaped
+	// token each (the exact command, or tool, subcommand and flags), so
+	// that it wraps between tokens and never inside one.
+	Tokens []string
 
 	DecideURL string
 	ApplyURL  string
@@ -98,11 +107,22 @@ type toolView struct {
 }
 
 // ruleView is one exposed allow rule: its command, the flags the operator
-// wrote, and the positional limit.
+// wrote or a grant added, and the positional limit.
 type ruleView struct {
-	Command    string
-	Flags      []string
+	Command string
+	// Grant names the grants in force the whole rule comes from, with
+	// their expiry ("grant req_… until 2026-12-02 18:30Z"); "" for a rule
+	// of the config.
+	Grant      string
+	Flags      []ruleFlag
 	Positional string
+}
+
+// ruleFlag is one flag of a rule in the overview; Grant is as ruleView's,
+// for a flag a grant added to a rule of the config.
+type ruleFlag struct {
+	Flag  string
+	Grant string
 }
 
 // previewView is "Apply to config" before it is confirmed.
@@ -141,6 +161,14 @@ func viewRequest(s site, r *requests.Record, now time.Time) requestView {
 		v.Exact = true
 		v.Command = requests.Command(r.Call.Command)
 		v.Cwd = requests.Token(r.Call.Cwd)
+		for _, tok := range r.Call.Command {
+			v.Tokens = append(v.Tokens, requests.Command([]string{tok}))
+		}
+	} else {
+		v.Tokens = append([]string{v.Tool}, strings.Fields(v.Subcommand)...)
+		for _, f := range r.Flags {
+			v.Tokens = append(v.Tokens, requests.Token(f))
+		}
 	}
 	for _, f := range r.Flags {
 		fv := flagView{Flag: requests.Token(f), Mark: requests.Mark(r.Tool, r.Subcommand, policy.ListingOf(s.Helps, r.Tool, r.Subcommand, f))}
@@ -188,8 +216,51 @@ func reviewData(s site, recs []*requests.Record, now time.Time) pageData {
 		d.History = append(d.History, viewRequest(s, r, now))
 	}
 	d.MoreHistory = len(decided) - len(d.History)
-	d.Tools, d.NoPolicy = viewPolicy(s.Policy), s.Policy == nil
+	d.Tools, d.NoPolicy = viewPolicy(s.Policy, s.Base, s.Grants), s.Policy == nil
 	return d
+}
+
+// configFlags are the flags of the config's own rule for tool and sub, and
+// whether the config has that rule.
+func configFlags(base *policy.Policy, tool string, sub []string) (map[string]bool, bool) {
+	if base == nil {
+		return nil, false
+	}
+	for _, r := range base.ToolRules(tool) {
+		if slices.Equal(r.Subcommand(), sub) {
+			own := map[string]bool{}
+			for _, f := range r.Flags() {
+				own[f.Flag] = true
+			}
+			return own, true
+		}
+	}
+	return nil, false
+}
+
+// grantedBy names the grants among grants that add flag (or, for "", the
+// rule) to tool's rule for sub, each with its expiry: "grant req_… until
+// 2026-12-02 18:30Z", "once-grant req_… until …"; "granted" when none is
+// found (a grant's merge may add what its request did not name).
+func grantedBy(grants []*requests.Record, tool string, sub []string, flag string) string {
+	var names []string
+	for _, g := range grants {
+		if g.Grant == nil || g.Grant.Exact || g.Tool != tool || !slices.Equal(g.Subcommand, sub) {
+			continue
+		}
+		if flag != "" && !slices.Contains(g.Flags, flag) {
+			continue
+		}
+		kind := "grant "
+		if g.Grant.Once {
+			kind = "once-grant "
+		}
+		names = append(names, kind+requests.Token(g.ID)+" until "+g.Grant.Until.UTC().Format("2006-01-02 15:04Z"))
+	}
+	if len(names) == 0 {
+		return "granted"
+	}
+	return strings.Join(names, "; ")
 }
 
 func decidedAt(r *requests.Record) int64 {
@@ -199,9 +270,12 @@ func decidedAt(r *requests.Record) int64 {
 	return r.DecidedAt.UnixNano()
 }
 
-// viewPolicy is the policy at a glance: each tool's exposed rules with the
-// flags the operator wrote (-h and --help are seeded into every rule).
-func viewPolicy(p *policy.Policy) []toolView {
+// viewPolicy is the policy in service at a glance: each tool's exposed
+// rules with the flags the operator wrote (-h and --help are seeded into
+// every rule), and what the grants in force add beyond the config's own
+// policy (base) marked with the grant and its expiry, so the operator sees
+// what expires and what stays.
+func viewPolicy(p, base *policy.Policy, grants []*requests.Record) []toolView {
 	if p == nil {
 		return nil
 	}
@@ -213,10 +287,19 @@ func viewPolicy(p *policy.Policy) []toolView {
 				continue
 			}
 			rv := ruleView{Command: r.Command()}
+			own, ruleOfConfig := configFlags(base, name, r.Subcommand())
+			if base != nil && !ruleOfConfig {
+				rv.Grant = grantedBy(grants, name, r.Subcommand(), "")
+			}
 			for _, f := range r.Flags() {
-				if !f.Help {
-					rv.Flags = append(rv.Flags, f.Flag)
+				if f.Help {
+					continue
 				}
+				rf := ruleFlag{Flag: f.Flag}
+				if base != nil && ruleOfConfig && !own[f.Flag] {
+					rf.Grant = grantedBy(grants, name, r.Subcommand(), f.Flag)
+				}
+				rv.Flags = append(rv.Flags, rf)
 			}
 			switch n, ok := r.PositionalMax(); {
 			case !ok:

@@ -29,9 +29,10 @@ const (
 type promptMode int
 
 const (
-	modeKey    promptMode = iota // one key decides (o, h, d, s)
-	modeWord                     // a word is being typed (apply)
-	modeReason                   // a denial's reason is being typed
+	modeKey      promptMode = iota // one key decides (o, h, d, s)
+	modeWord                       // a word is being typed (apply)
+	modeReason                     // a denial's reason is being typed
+	modeUnlisted                   // unlisted flags were accepted: o or h approves
 )
 
 // prompter is the interactive half of watch: it shows the pending
@@ -53,6 +54,9 @@ type prompter struct {
 	ignoreUntil time.Time
 	mode        promptMode
 	buf         []byte // the word or the reason typed so far
+	// hasUnlisted says cur has flags its help does not list, so its
+	// prompt offers the word unlisted instead of o, h and apply.
+	hasUnlisted bool
 }
 
 func newPrompter(out, errs io.Writer, d decider, now func() time.Time) *prompter {
@@ -95,6 +99,7 @@ func (p *prompter) next(ctx context.Context) {
 		fmt.Fprintf(p.out, "(%d more pending after this one)\n", n)
 	}
 	p.decider.show(ctx, p.cur)
+	p.hasUnlisted = p.decider.unlisted(ctx, p.cur) != ""
 	p.show()
 }
 
@@ -112,6 +117,9 @@ func (p *prompter) prompt() {
 }
 
 func (p *prompter) promptLine() string {
+	if p.hasUnlisted {
+		return promptUnlistedKeys + " "
+	}
 	if p.cur.Call != nil {
 		return promptKeys + " "
 	}
@@ -123,6 +131,8 @@ func (p *prompter) redraw() {
 	switch p.mode {
 	case modeReason:
 		fmt.Fprint(p.out, reasonPrompt+string(p.buf))
+	case modeUnlisted:
+		fmt.Fprint(p.out, unlistedPrompt)
 	default:
 		fmt.Fprint(p.out, p.promptLine()+string(p.buf))
 	}
@@ -200,6 +210,8 @@ func (p *prompter) keys(ctx context.Context, k keyEvent) (quit bool) {
 			p.word(ctx, b)
 		case modeReason:
 			p.reason(ctx, b)
+		case modeUnlisted:
+			p.unlistedKey(ctx, b)
 		}
 	}
 	return false
@@ -213,6 +225,9 @@ func (p *prompter) escape() {
 		p.mode, p.buf = modeKey, nil
 	case modeReason:
 		fmt.Fprintln(p.out, "\n(not denied)")
+		p.prompt()
+	case modeUnlisted:
+		fmt.Fprintln(p.out, "\n(not approved)")
 		p.prompt()
 	}
 }
@@ -247,6 +262,10 @@ func (p *prompter) word(ctx context.Context, b byte) {
 		w := string(p.buf)
 		p.mode, p.buf = modeKey, nil
 		fmt.Fprintln(p.out)
+		if w == "unlisted" {
+			p.acceptUnlisted(ctx)
+			return
+		}
 		if w != "apply" {
 			fmt.Fprintf(p.out, "%q is not an answer: press o, h, d or s, or type apply and Enter\n", w)
 			p.prompt()
@@ -272,6 +291,43 @@ func (p *prompter) word(ctx context.Context, b byte) {
 		p.buf = append(p.buf, b)
 		fmt.Fprintf(p.out, "%c", b)
 	}
+}
+
+// acceptUnlisted follows the word unlisted: it prints the warning
+// --unlisted-ok's refusal gives, then asks for o or h, with a first second
+// of its own, so that approving flags the help does not list takes a word
+// and a key typed after reading it.
+func (p *prompter) acceptUnlisted(ctx context.Context) {
+	warning := p.decider.unlisted(ctx, p.cur)
+	if warning == "" {
+		fmt.Fprintf(p.out, "every flag of %s is listed in its help: press o or h\n", requests.Token(p.cur.ID))
+		p.hasUnlisted = false
+		p.prompt()
+		return
+	}
+	fmt.Fprintf(p.out, "warning: %s\n", safeText(warning))
+	p.mode, p.buf = modeUnlisted, nil
+	fmt.Fprint(p.out, unlistedPrompt)
+	p.ignoreUntil = p.now().Add(p.guard)
+}
+
+// unlistedKey handles a key once unlisted flags were accepted: o or h
+// approves with them (as --unlisted-ok --once or --for 1h); other keys do
+// nothing, Esc goes back.
+func (p *prompter) unlistedKey(ctx context.Context, b byte) {
+	var term *requests.Term
+	switch b {
+	case 'o':
+		term = watchOnce
+	case 'h':
+		term = watchHour
+	default:
+		return
+	}
+	fmt.Fprintf(p.out, "%c\n", b)
+	p.decide(ctx, func(ctx context.Context) error {
+		return p.decider.approve(ctx, p.cur, approval{grant: term, unlistedOK: true})
+	})
 }
 
 // reason handles a key while a denial's reason is typed. The reason is the
@@ -307,6 +363,7 @@ func (p *prompter) decide(ctx context.Context, fn func(context.Context) error) {
 	case err == nil:
 		p.cur = nil
 	case errors.Is(err, errShowAgain):
+		p.hasUnlisted = p.decider.unlisted(ctx, p.cur) != ""
 		p.show()
 	case errors.Is(err, requests.ErrDecided), errors.Is(err, requests.ErrUnknownID):
 		fmt.Fprintf(p.out, "%s; moving on\n", safeText(err.Error()))

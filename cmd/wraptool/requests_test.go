@@ -234,8 +234,14 @@ func TestRequestsApproveAndDeny(t *testing.T) {
 		t.Parallel()
 		f := newRequestsFixture(t, requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--tags"}, Rationale: "r"})
 		before, _ := os.ReadFile(f.config)
-		if out, _, code := f.run(t, "requests", "approve", f.ids[0]); code != 0 || !strings.HasSuffix(out, "approved "+f.ids[0]+"\n") {
-			t.Errorf("exit %d:\n%s", code, out)
+		out, _, code := f.run(t, "requests", "approve", f.ids[0])
+		if want := "approved " + f.ids[0] + " (nothing is allowed until a rule exists: --apply writes it, --once / --for grant it now)\n"; code != 0 || !strings.HasSuffix(out, want) {
+			t.Errorf("exit %d, want the output to end %q:\n%s", code, want, out)
+		}
+		// Its preview says what it records, not that it grants.
+		if strings.Contains(out, "Approving grants") || !strings.Contains(out, "Approving records the decision only: it allows nothing until a rule exists.\n") ||
+			!strings.Contains(out, "the rule for git push would stand as:\n  --set-upstream") {
+			t.Errorf("the preview of a plain approval:\n%s", out)
 		}
 		if after, _ := os.ReadFile(f.config); string(after) != string(before) {
 			t.Errorf("the config changed without --apply")

@@ -22,14 +22,17 @@ import (
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
-// tableWidth is the terminal width the requests table is made to fit; the
-// rationale is cut to fit it (--json carries it whole), the flags never are.
-const tableWidth = 80
+// defaultTableWidth is the width the requests table is made to fit when
+// stdout is not a terminal, or one whose size is unknown; in a terminal
+// the table fits its width. The rationale is cut to fit (--wide and --json
+// carry it whole), the flags never are.
+const defaultTableWidth = 80
 
 func (a *app) requestsCommand() *ff.Command {
 	var (
 		status     string
 		asJSON     bool
+		wide       bool
 		apply, yes bool
 		unlistedOK bool
 		once       bool
@@ -39,6 +42,7 @@ func (a *app) requestsCommand() *ff.Command {
 	listFlags := ff.NewFlagSet("list").SetParent(a.flags)
 	listFlags.StringVar(&status, 0, "status", "pending", "pending, approved, denied or all")
 	listFlags.BoolVar(&asJSON, 0, "json", "one JSON object per line: each request folded with its decision")
+	listFlags.BoolVar(&wide, 0, "wide", "print each rationale whole (escaped), not cut to the terminal's width")
 	approveFlags := ff.NewFlagSet("approve").SetParent(a.flags)
 	approveFlags.BoolVar(&apply, 0, "apply", "also merge the capability into the config (it hot-reloads)")
 	approveFlags.BoolVar(&yes, 0, "yes", "do not ask for confirmation")
@@ -49,7 +53,7 @@ func (a *app) requestsCommand() *ff.Command {
 	denyFlags.StringVar(&reason, 0, "reason", "", "why, for the assistant (it reads it back with wraptool_request_status)")
 
 	list := &ff.Command{
-		Name: "list", Usage: "wraptool requests list [--status pending|approved|denied|all] [--json]",
+		Name: "list", Usage: "wraptool requests list [--status pending|approved|denied|all] [--wide] [--json]",
 		ShortHelp: "list capability requests (pending by default)",
 		Flags:     listFlags,
 		Exec: func(ctx context.Context, args []string) error {
@@ -60,17 +64,18 @@ func (a *app) requestsCommand() *ff.Command {
 			if len(rest) > 0 {
 				return usageErrorf("requests list takes no arguments, got %q", rest[0])
 			}
-			return a.listRequests(ctx, status, asJSON)
+			return a.listRequests(ctx, status, asJSON, wide)
 		},
 	}
 	approve := &ff.Command{
 		Name: "approve", Usage: "wraptool requests approve ID [--apply | --once | --for DURATION] [--yes] [--unlisted-ok]",
 		ShortHelp: "approve a request: by hand, merged into the config (--apply), or for now (--once, --for)",
-		LongHelp: "Prints what approving grants (the rule as it will stand: every flag with its help line,\n" +
-			"the positional limit; or, for an exact-call request, the exact command), asks approve? [y/N]\n" +
-			"when stdin is a terminal (unless --yes), then records the decision. --once and --for grant\n" +
-			"the capability (or the exact call) in memory, through the request log, without touching the\n" +
-			"config. Flags may come before or after the ID.",
+		LongHelp: "Prints the rule as it will stand (every flag with its help line, the positional limit; or,\n" +
+			"for an exact-call request, the exact command), asks approve? [y/N] when stdin is a terminal\n" +
+			"(unless --yes), then records the decision. Without --apply, --once or --for that is all it\n" +
+			"does: nothing is allowed until a rule exists. --apply writes the rule into the config; --once\n" +
+			"and --for grant the capability (or the exact call) now, through the request log, without\n" +
+			"touching the config. Flags may come before or after the ID.",
 		Flags: approveFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			id, err := oneID("approve", approveFlags, args)
@@ -208,7 +213,7 @@ func (o *operator) pending(id string) (*requests.Record, error) {
 	return o.recs[i], nil
 }
 
-func (a *app) listRequests(ctx context.Context, status string, asJSON bool) error {
+func (a *app) listRequests(ctx context.Context, status string, asJSON, wide bool) error {
 	switch status {
 	case "pending", "approved", "denied", "all":
 	default:
@@ -261,13 +266,26 @@ func (a *app) listRequests(ctx context.Context, status string, asJSON bool) erro
 		}
 		used += wide + 2
 	}
-	room := max(tableWidth-used, 8)
+	room := max(a.tableWidth()-used, 8)
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	for _, row := range rows {
-		row[len(row)-1] = ellipsis(row[len(row)-1], room)
+		if !wide {
+			row[len(row)-1] = ellipsis(row[len(row)-1], room)
+		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// tableWidth is the width the requests table fits: the terminal's, when
+// stdout is one whose size is known, else defaultTableWidth.
+func (a *app) tableWidth() int {
+	if f, ok := a.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return defaultTableWidth
 }
 
 // flagsText renders a request's flags, each one its subcommand's help does
@@ -297,6 +315,21 @@ type approval struct {
 	grant *requests.Term
 }
 
+// recordsOnly reports whether ap is a plain approval: no --apply, no
+// grant. It records a yes and allows nothing by itself.
+func (ap approval) recordsOnly() bool { return !ap.apply && ap.grant == nil }
+
+// recordOnlyHeading heads a plain approval's effect: it must not read as
+// if it granted the rule it shows (the operator would believe the
+// assistant can now run it), so it says what it records and what would
+// allow the rule.
+func recordOnlyHeading(command string) []string {
+	return []string{
+		"Approving records the decision only: it allows nothing until a rule exists.",
+		"With --apply (written to the config) or --once / --for (granted now), the rule for " + command + " would stand as:",
+	}
+}
+
 // grantTerms checks --apply, --once and --for together (any two of them, or
 // a bad duration, is a usage error).
 func grantTerms(apply, once bool, forArg string) (*requests.Term, error) {
@@ -322,6 +355,9 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	a.learnHelps(ctx, o, r)
 	a.printRequest(o, r)
 	effect, previewErr := a.approvalEffect(o, r, ap.grant != nil)
+	if ap.recordsOnly() && previewErr == nil {
+		effect, _ = a.effectAs(o, r, recordOnlyHeading)
+	}
 	if ap.grant != nil {
 		effect += "  for now: " + ap.grant.String(time.Now()) + "; the config is not changed\n"
 	}
@@ -407,6 +443,10 @@ func (a *app) recordApproval(ctx context.Context, o *operator, r *requests.Recor
 		_, err := fmt.Fprintf(a.stdout, "approved %s %s\n", id, ap.grant.String(now))
 		return err
 	}
+	if !ap.apply {
+		_, err := fmt.Fprintf(a.stdout, "approved %s (nothing is allowed until a rule exists: --apply writes it, --once / --for grant it now)\n", id)
+		return err
+	}
 	_, err := fmt.Fprintf(a.stdout, "approved %s\n", id)
 	return err
 }
@@ -460,13 +500,24 @@ func (a *app) printRequest(o *operator, r *requests.Record) {
 // that asks for a decision shows). err says why the merge could not be made
 // (then --apply is refused).
 func (a *app) effect(o *operator, r *requests.Record) (string, error) {
+	return a.effectAs(o, r, nil)
+}
+
+// effectAs is effect with its heading given by heading (of the tool and
+// subcommand, escaped); nil keeps the heading every deciding screen shows.
+func (a *app) effectAs(o *operator, r *requests.Record, heading func(command string) []string) (string, error) {
 	rule, _, err := edit.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 	if err != nil {
 		command := requests.Token(r.Tool) + " " + requests.Subcommand(r.Subcommand)
 		return fmt.Sprintf("\nApproving records the decision; the capability cannot be merged into the config: %v\nIt asks for: %s %s\n",
 			err, command, requests.Flags(r.Flags)), err
 	}
-	return "\n" + strings.Join(requests.RuleEffect(o.loaded.Helps, r, rule).Lines(), "\n") + "\n", nil
+	e := requests.RuleEffect(o.loaded.Helps, r, rule)
+	lines := e.Lines()
+	if heading != nil {
+		lines = append(heading(e.Command), lines[1:]...)
+	}
+	return "\n" + strings.Join(lines, "\n") + "\n", nil
 }
 
 // learnHelps learns the help of r's subcommand when the cache lacks it, so

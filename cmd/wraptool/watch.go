@@ -37,6 +37,13 @@ const (
 	// an exact-call request, whose capability watch does not apply.
 	promptKeys  = "[o]nce  [h]our  [d]eny  [s]kip"
 	promptApply = ", or type apply⏎"
+	// promptUnlistedKeys asks for a decision on a request with flags its
+	// help does not list: o, h and apply are refused for it, so the prompt
+	// offers the word that leads to approving it deliberately.
+	promptUnlistedKeys = "[d]eny  [s]kip, or type unlisted⏎ to approve its unlisted flags"
+	// unlistedPrompt follows the word unlisted and the warning: one more
+	// key approves, after a first second of its own.
+	unlistedPrompt = "approve with these unlisted flags: [o]nce  [h]our (Esc goes back) "
 	// reasonPrompt asks for a denial's reason.
 	reasonPrompt = "reason (Enter sends it; empty is fine; Esc goes back): "
 	// maxWord and maxReason bound what a line being typed can hold.
@@ -63,6 +70,9 @@ func (a *app) watchCommand() *ff.Command {
 			"  " + promptKeys + promptApply + "\n" +
 			"o approves it once (as approve --once), h for an hour (as --for 1h), the word apply then Enter\n" +
 			"merges it into the config (as --apply), d asks for a reason and denies it, s leaves it pending.\n" +
+			"A request with flags its subcommand's help does not list (NOT IN, HELP UNKNOWN) is approved\n" +
+			"only deliberately: type the word unlisted then Enter, read the warning, then press o or h\n" +
+			"(as approve --unlisted-ok --once or --for 1h).\n" +
 			"Keys typed before a request is shown, or in its first second, are ignored. Ctrl-C or Ctrl-D\n" +
 			"ends it. Decisions are recorded with decided_by \"watch\".",
 		Flags: fs,

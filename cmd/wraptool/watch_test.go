@@ -27,6 +27,13 @@ type fakeDecider struct {
 	// fail holds the error a call ("once req_1", `deny req_1 "r"`)
 	// returns, the first time it is made.
 	fail map[string]error
+	// unlisted holds the warning of each request with flags its help does
+	// not list, by id.
+	warnings map[string]string
+}
+
+func (f *fakeDecider) unlisted(_ context.Context, r *requests.Record) string {
+	return f.warnings[r.ID]
 }
 
 func (f *fakeDecider) show(_ context.Context, r *requests.Record) {
@@ -40,6 +47,9 @@ func (f *fakeDecider) approve(_ context.Context, r *requests.Record, ap approval
 		kind = "once"
 	case watchHour:
 		kind = "hour"
+	}
+	if ap.unlistedOK {
+		kind += "+unlisted"
 	}
 	return f.done(kind+" "+r.ID, "approved "+r.ID)
 }
@@ -94,6 +104,7 @@ func TestWatchPrompter(t *testing.T) {
 		name    string
 		pending []*requests.Record
 		fail    map[string]error
+		unl     map[string]string // the decider's unlisted warnings
 		steps   []promptStep
 		want    []string // the decisions made, in order
 		wantOut []string // in this order in the output
@@ -270,6 +281,45 @@ func TestWatchPrompter(t *testing.T) {
 			wantOut: []string{`req_\x1b[2J\u202e was approved meanwhile (decided by adm\x1b]0;x\ain)`},
 		},
 		{
+			name:    "a request with unlisted flags offers the word unlisted, then o approves once with them",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			unl:     map[string]string{"req_1": "--rece (NOT IN 'git push --help'): the help does not list it"},
+			steps:   []promptStep{{wait: past, keys: "unlisted\r"}, {wait: past, keys: "o"}},
+			want:    []string{"once+unlisted req_1"},
+			wantOut: []string{"[show req_1]", promptUnlistedKeys + " unlisted\n",
+				"warning: --rece (NOT IN 'git push --help'): the help does not list it\n" + unlistedPrompt + "o\n", "approved req_1"},
+		},
+		{
+			name:    "h after the word unlisted approves for an hour with them",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			unl:     map[string]string{"req_1": "--rece (NOT IN 'git push --help')"},
+			steps:   []promptStep{{wait: past, keys: "unlisted\r"}, {wait: past, keys: "h"}},
+			want:    []string{"hour+unlisted req_1"},
+		},
+		{
+			name:    "the key after the word unlisted has a first second of its own: unlisted⏎o in one go approves nothing",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			unl:     map[string]string{"req_1": "--rece (NOT IN 'git push --help')"},
+			steps:   []promptStep{{wait: past, keys: "unlisted\ro"}, {keys: "h"}, {wait: past, keys: "\x1b"}, {keys: "s"}},
+			wantOut: []string{unlistedPrompt, "(not approved)", promptUnlistedKeys, "skipped req_1"},
+		},
+		{
+			name:    "one key does not approve unlisted flags: o is refused by the decider and asked again",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			unl:     map[string]string{"req_1": "--rece (NOT IN 'git push --help')"},
+			fail:    map[string]error{"once req_1": errors.New("not approved, req_1 stays pending: --rece; approve with " + unlistedHint + " if you are sure")},
+			steps:   []promptStep{{wait: past, keys: "o"}, {keys: "s"}},
+			want:    []string{"once req_1"},
+			wantOut: []string{"type unlisted⏎, then o or h", promptUnlistedKeys, "skipped req_1"},
+		},
+		{
+			name:    "the word unlisted for a request whose flags are all listed says so",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			steps:   []promptStep{{wait: past, keys: "unlisted\r"}, {keys: "o"}},
+			want:    []string{"once req_1"},
+			wantOut: []string{"every flag of req_1 is listed in its help", promptKeys + promptApply, "approved req_1"},
+		},
+		{
 			name:    "Ctrl-C ends it, even in the first second",
 			pending: []*requests.Record{pendingRecord("req_1")},
 			steps:   []promptStep{{keys: "\x03", ends: true}},
@@ -290,7 +340,7 @@ func TestWatchPrompter(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				var out bytes.Buffer // written by the prompter's goroutine; read once it ended
-				dec := &fakeDecider{out: &out, fail: tt.fail}
+				dec := &fakeDecider{out: &out, fail: tt.fail, warnings: tt.unl}
 				p := newPrompter(&out, &out, dec, time.Now)
 				stdin, typing := io.Pipe()
 				keys := make(chan keyEvent, 16)

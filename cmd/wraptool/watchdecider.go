@@ -23,7 +23,15 @@ type decider interface {
 	approve(ctx context.Context, r *requests.Record, ap approval) error
 	// deny records a denial of r with reason; its errors are approve's.
 	deny(ctx context.Context, r *requests.Record, reason string) error
+	// unlisted is the warning approving r's flags the help does not list
+	// gives (as --unlisted-ok's refusal says it); "" when every flag is
+	// listed.
+	unlisted(ctx context.Context, r *requests.Record) string
 }
+
+// unlistedHint is how watch's refusal of unlisted flags says to approve
+// them: deliberately, by a word and then a key, never by one key.
+const unlistedHint = "the word unlisted (type unlisted⏎, then o or h)"
 
 // errShowAgain says the effect of an approval changed since it was shown
 // (the config changed): the new one was printed, and the operator must
@@ -95,9 +103,36 @@ func (x *logDecider) approve(ctx context.Context, r *requests.Record, ap approva
 		return errShowAgain
 	}
 	if err := o.refusal(cur, ap, previewErr); err != nil {
+		if unl, l := requests.Unlisted(o.loaded.Helps, cur.Tool, cur.Subcommand, cur.Flags); len(unl) > 0 && !ap.unlistedOK {
+			if o.refusal(cur, withUnlistedOK(ap), previewErr) == nil {
+				// Refused for its unlisted flags alone: say how watch
+				// approves them, not the CLI's option.
+				return errors.New(requests.UnlistedRefusal(cur.ID, cur.Tool, cur.Subcommand, unl, l, unlistedHint))
+			}
+		}
 		return err
 	}
 	return x.a.recordApproval(ctx, o, cur, ap, requests.DecidedByWatch)
+}
+
+// withUnlistedOK is ap accepting the flags the help does not list.
+func withUnlistedOK(ap approval) approval {
+	ap.unlistedOK = true
+	return ap
+}
+
+func (x *logDecider) unlisted(ctx context.Context, r *requests.Record) string {
+	o, err := x.a.configOperator(ctx)
+	if err != nil {
+		// Approving is refused until the config loads: nothing to warn
+		// of yet.
+		return ""
+	}
+	unl, l := requests.Unlisted(o.loaded.Helps, r.Tool, r.Subcommand, r.Flags)
+	if len(unl) == 0 {
+		return ""
+	}
+	return requests.UnlistedWarning(r.Tool, r.Subcommand, unl, l)
 }
 
 func (x *logDecider) deny(ctx context.Context, r *requests.Record, reason string) error {

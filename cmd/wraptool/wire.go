@@ -18,6 +18,7 @@ import (
 	"github.com/wraptool/wraptool/actors"
 	"github.com/wraptool/wraptool/messages"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/toolset"
 	"github.com/wraptool/wraptool/toolset/runner"
 	"github.com/wraptool/wraptool/webui"
@@ -276,7 +277,27 @@ type uiSource struct {
 func (u uiSource) Current() webui.State {
 	snap := u.snapshots.Current()
 	return webui.State{AdminToken: snap.AdminToken, ConfigPath: snap.Config.File, RequestLog: snap.Config.MCP.RequestLog,
-		Policy: snap.Policy, Helps: snap.Helps, Paths: u.paths}
+		Policy: snap.Policy, Base: snap.Base, Grants: grantsInForce(snap), Helps: snap.Helps, Paths: u.paths}
+}
+
+// grantsInForce are the records of the capability grants in force under
+// snap's config (snap.Grants holds those of every config, dormant ones
+// too).
+func grantsInForce(snap *actors.Snapshot) []*requests.Record {
+	if snap.State.Grants == nil {
+		return nil
+	}
+	in := map[string]bool{}
+	for _, c := range snap.State.Grants.Capability {
+		in[c.ID] = true
+	}
+	var out []*requests.Record
+	for _, r := range snap.Grants {
+		if in[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // run runs every actor in one group until a signal, an actor's failure or

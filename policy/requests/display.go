@@ -131,13 +131,20 @@ func Unlisted(helps policy.Helps, tool string, sub []string, flags []string) (un
 // flags (Unlisted), marked, and why a flag the help does not list may be
 // another flag.
 func UnlistedRefusal(id, tool string, sub, unlisted []string, l policy.Listing, option string) string {
+	return "not approved, " + Token(id) + " stays pending: " + UnlistedWarning(tool, sub, unlisted, l) + "; approve with " +
+		option + " if you are sure"
+}
+
+// UnlistedWarning is the warning every way of approving unlisted flags
+// gives: the flags (Unlisted), marked, and why a flag the help does not
+// list may be another flag.
+func UnlistedWarning(tool string, sub, unlisted []string, l policy.Listing) string {
 	why := "the help does not list it"
 	if l == policy.HelpUnknown {
 		why = "the subcommand's help is not known, so no flag counts as listed"
 	}
-	return "not approved, " + Token(id) + " stays pending: " + Flags(unlisted) + " " + Mark(tool, sub, l) + ": " + why +
-		", and git and other getopt tools accept unambiguous prefixes, so it could stand for another flag; approve with " +
-		option + " if you are sure"
+	return Flags(unlisted) + " " + Mark(tool, sub, l) + ": " + why +
+		", and git and other getopt tools accept unambiguous prefixes, so it could stand for another flag"
 }
 
 // Age is how long before now t was, in one unit: 45s, 3m, 2h, 5d.
