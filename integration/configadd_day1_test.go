@@ -122,19 +122,39 @@ func TestConfigAddGitOnAFreshInstall(t *testing.T) {
 	}
 }
 
-// TestConfigAddRefusedOnAFreshInstallLeavesNoConfig: a refused run that
-// wrote the starter removes it again.
+// TestConfigAddRefusedOnAFreshInstallLeavesNoConfig: a refused run on a
+// fresh HOME leaves no config behind, also when it wrote the starter
+// before the refusal (the starter wraps git, so another binary for git is
+// refused only once the starter is there).
 func TestConfigAddRefusedOnAFreshInstallLeavesNoConfig(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	env := []string{"HOME=" + home, "PATH=" + filepath.Join(dir, "bin")}
-	_, stderr, code := runWraptool(t, env, "config", "add", "nothere")
-	if code != 1 || !strings.Contains(stderr, "nothere was not found") {
-		t.Errorf("exit %d (want 1), stderr %q", code, stderr)
-	}
-	if _, err := os.Lstat(filepath.Join(home, ".config", "wraptool", "config.yaml")); !os.IsNotExist(err) {
-		t.Errorf("a refused run left the starter config behind (%v); stderr %q", err, stderr)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"another binary for the starter's git", []string{"git", "--binary", "OTHER"}, "tool git is already in the config with binary "},
+		{"a tool not on PATH", []string{"nothere"}, "nothere was not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			git := installSaved(t, dir, "git", map[string]string{"--help": savedHelpText(t, "git_help.txt")})
+			other := installSaved(t, filepath.Join(dir, "other"), "git", nil)
+			home := filepath.Join(dir, "home")
+			env := []string{"HOME=" + home, "PATH=" + filepath.Dir(git)}
+			args := append([]string{"config", "add"}, tt.args...)
+			for i, a := range args {
+				args[i] = strings.ReplaceAll(a, "OTHER", other)
+			}
+			_, stderr, code := runWraptool(t, env, args...)
+			if code != 1 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d (want 1), stderr %q (want %q)", code, stderr, tt.want)
+			}
+			if _, err := os.Lstat(filepath.Join(home, ".config", "wraptool", "config.yaml")); !os.IsNotExist(err) {
+				t.Errorf("a refused run left the starter config behind (%v); stderr %q", err, stderr)
+			}
+		})
 	}
 }
 

@@ -328,8 +328,8 @@ func catalogEnd(name string) string { return "# End of the catalog from `" + nam
 // indented by item, between catalogHead and catalogEnd, and returns how
 // many it wrote (none: ""). Each rule, uncommented, allows its subcommand
 // with no flag and no positional argument; a rule with no subcommand is the
-// bare tool. A path holding a token outside the name rules, or too long
-// for its line, is left out.
+// bare tool. A path holding a token outside the name rules, too long for
+// its line, or giving an MCP tool name no client takes, is left out.
 func catalogLines(name string, rules []CatalogRule, item int, eol string) (string, int) {
 	var b strings.Builder
 	ind := spaces(item)
@@ -340,8 +340,8 @@ func catalogLines(name string, rules []CatalogRule, item int, eol string) (strin
 			continue
 		}
 		head := "# - subcommand: " + flowList(r.Subcommand, 0)
-		if len(head) > width-4 {
-			continue
+		if len(head) > width-4 || policy.ExposedNameProblem(policy.ToolName(name, r.Subcommand)) != "" {
+			continue // uncommented, it would not fit its line, or give no valid tool name
 		}
 		n++
 		desc := strings.Fields(CommentText(r.Description, MaxCatalogText))

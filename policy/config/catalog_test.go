@@ -51,6 +51,8 @@ func TestCatalogLinesStayShortAndUncommentToValidRules(t *testing.T) {
 			[]CatalogRule{{Subcommand: []string{"x"}, Flags: []string{"--" + strings.Repeat("f", 90), "--ok"}}}, 1},
 		{"a subcommand too long for its line is left out", "  ",
 			[]CatalogRule{{Subcommand: []string{strings.Repeat("s", 90)}}, {Subcommand: []string{"ok"}}}, 1},
+		{"a path whose tool name would pass 64 characters is left out", "  ",
+			[]CatalogRule{{Subcommand: []string{strings.Repeat("s", 62)}}, {Subcommand: []string{strings.Repeat("s", 61)}}}, 1},
 		{"names outside the rules are left out", "  ",
 			[]CatalogRule{{Subcommand: []string{"a b"}}, {Subcommand: []string{"-x"}}, {Subcommand: []string{"ok"}, Flags: []string{"--bad flag", "-\n"}}}, 1},
 		{"hostile descriptions stay comments", "  ", hostileRules(), len(hostile)},
@@ -137,5 +139,47 @@ func TestPositionalWarnings(t *testing.T) {
 				t.Errorf("warnings %q, want one starting %q that names the fix", got, want)
 			}
 		})
+	}
+}
+
+// TestPlanCatalogRewritesItsOwnBlockOnly: a rerun replaces exactly the
+// catalog the last run wrote, even when the help's descriptions spell the
+// catalog's first and last lines, and leaves a look-alike outside the
+// tool's entry alone.
+func TestPlanCatalogRewritesItsOwnBlockOnly(t *testing.T) {
+	t.Parallel()
+	dir, path, o := addToolFixture(t)
+	in := []byte(strings.ReplaceAll(`mcp:
+  listen: 127.0.0.1:8717
+tools:
+  gh:
+    binary: $T/bin/tool
+    allow:
+      - subcommand: [a]
+        arg_constraints: {positional_max: 0}
+  other:
+    binary: $T/bin/tool
+    allow:
+      # Uncomment what the assistant may run (from `+"`gh --help`"+`).
+      # End of the catalog from `+"`gh --help`"+`.
+`, "$T", dir))
+	rules := []CatalogRule{
+		{Subcommand: []string{"x"}, Description: catalogEnd("gh")},
+		{Subcommand: []string{"y"}, Description: catalogHead("gh") + " " + catalogEnd("gh")},
+		{Subcommand: []string{"a"}, Description: "has a rule already"},
+	}
+	first, n, replaced, err := PlanCatalog(path, in, "gh", rules, o)
+	if err != nil || n != 2 || replaced {
+		t.Fatalf("first run: %d rules, replaced %v, %v; want 2, false", n, replaced, err)
+	}
+	second, n, replaced, err := PlanCatalog(path, first, "gh", rules, o)
+	if err != nil || n != 2 || !replaced {
+		t.Fatalf("rerun: %d rules, replaced %v, %v; want 2, true", n, replaced, err)
+	}
+	if string(second) != string(first) {
+		t.Errorf("a rerun wrote:\n%s\nwant what the first wrote:\n%s", second, first)
+	}
+	if !strings.HasSuffix(string(second), "  other:\n    binary: "+dir+"/bin/tool\n    allow:\n      # Uncomment what the assistant may run (from `gh --help`).\n      # End of the catalog from `gh --help`.\n") {
+		t.Errorf("the look-alike under another tool changed:\n%s", second)
 	}
 }
