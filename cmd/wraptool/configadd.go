@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/introspect"
+	"github.com/wraptool/wraptool/introspect/helptext"
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/config/edit"
@@ -29,10 +29,12 @@ const (
 )
 
 // addTool is `config add TOOL [--binary PATH]`: checks first (name,
-// binary, the config loads and has no such tool), so a refusal runs
-// nothing; then the tool's help is read and the tool written with its
-// catalog as comments.
-func (a *app) addTool(ctx context.Context, args []string, binaryArg string) error {
+// binary, the config loads), so a refusal runs nothing; then the tool's
+// help is read and the tool written with its catalog as comments. For a
+// tool already in the config, the catalog is written (or written anew) as
+// comments under its rules instead, which stay as they are. A config
+// scaffolded for the run is removed again when the run is refused.
+func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err error) {
 	if len(args) != 1 {
 		return usageErrorf("config add takes one TOOL, got %d arguments", len(args))
 	}
@@ -44,33 +46,46 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) erro
 	if err != nil {
 		return err
 	}
-	// An existing tool is the likelier mistake: say so before anything
-	// about its binary.
-	if data, err := config.ReadFile(path); err == nil {
-		if err := config.CheckNewTool(path, data, name, a.configOptions()); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	binary, err := a.toolBinary(name, binaryArg)
-	if err != nil {
-		return err
-	}
 	created, err := edit.Scaffold(path, nil)
 	if err != nil {
 		return err
 	}
 	if created {
+		info, lerr := os.Lstat(path)
+		starter, rerr := os.ReadFile(path)
 		fmt.Fprintf(a.stderr, "wrote the starter config %s\n", path)
+		defer func() {
+			if err == nil || lerr != nil || rerr != nil {
+				return
+			}
+			if removed, uerr := edit.Unscaffold(path, starter, info); uerr != nil {
+				a.log.Warn("the starter config written for this run is left behind", "path", path, "err", uerr)
+			} else if removed {
+				fmt.Fprintf(a.stderr, "removed the starter config %s again: nothing was written\n", path)
+			}
+		}()
 	}
-	nt := config.NewTool{Name: name, Binary: binary}
 	data, err := config.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if _, _, err := config.PlanAddTool(path, data, nt, a.configOptions()); err != nil {
+	binary, existing, err := config.ExistingTool(path, data, name, a.configOptions())
+	if err != nil {
 		return err
+	}
+	nt := config.NewTool{Name: name}
+	if existing {
+		if err := a.existingBinary(name, binary, binaryArg); err != nil {
+			return err
+		}
+	} else {
+		if binary, err = a.toolBinary(name, binaryArg); err != nil {
+			return err
+		}
+		nt.Binary = binary
+		if _, _, err := config.PlanAddTool(path, data, nt, a.configOptions()); err != nil {
+			return err
+		}
 	}
 
 	sandbox, err := a.helpRunSandbox(ctx, path, binary)
@@ -89,8 +104,15 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) erro
 	a.log.Debug("catalog read", "tool", name, "paths", len(tree.Paths), "help_runs", tree.Runs,
 		"unread", tree.Unread, "took", time.Since(start).Round(time.Millisecond))
 	nt.Catalog = catalogRules(name, tree)
+	bare := len(nt.Catalog) == 1 && len(nt.Catalog[0].Subcommand) == 0
 
-	n, err := edit.AddTool(path, nt, a.configOptions())
+	var n int
+	var replaced bool
+	if existing {
+		n, replaced, err = edit.AddCatalog(path, name, nt.Catalog, a.configOptions())
+	} else {
+		n, err = edit.AddTool(path, nt, a.configOptions())
+	}
 	if err != nil {
 		return err
 	}
@@ -98,14 +120,46 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) erro
 		fmt.Fprintf(a.stderr, "note: the budget of %d help runs ran out; %d subcommands are listed without their flags\n",
 			catalogMaxRuns, tree.Unread)
 	}
-	_, err = fmt.Fprintf(a.stdout, "added tool %s (%s): %d subcommands listed as comments\n", name, binary, n)
+	listed := fmt.Sprintf("%d subcommands listed as comments", n)
+	if bare && n == 1 {
+		listed = fmt.Sprintf("no subcommands; the tool itself listed as one commented rule with its %d flags", len(nt.Catalog[0].Flags))
+	}
+	switch {
+	case !existing:
+		_, err = fmt.Fprintf(a.stdout, "added tool %s (%s): %s\n", name, binary, listed)
+	case replaced:
+		_, err = fmt.Fprintf(a.stdout, "tool %s (%s) is in the config: its rules are kept as they are, its catalog written anew: %s\n", name, binary, listed)
+	default:
+		_, err = fmt.Fprintf(a.stdout, "tool %s (%s) is in the config: its rules are kept as they are, its catalog written under them: %s\n", name, binary, listed)
+	}
 	return err
+}
+
+// existingBinary checks the binary of a tool already in the config before
+// its help is read: --binary, if given, must name that same file (the
+// config, not config add, says which binary a tool runs).
+func (a *app) existingBinary(name, binary, binaryArg string) error {
+	if binaryArg != "" {
+		abs, err := filepath.Abs(binaryArg)
+		if err != nil {
+			return fmt.Errorf("config add: --binary: %w", err)
+		}
+		if abs != binary {
+			return fmt.Errorf("config add: tool %s is already in the config with binary %s, not %s; "+
+				"change binary there, or leave out --binary to list its catalog", name, binary, abs)
+		}
+	}
+	if err := config.CheckBinary(binary); err != nil {
+		return fmt.Errorf("config add: tools.%s.binary: %w", name, err)
+	}
+	return nil
 }
 
 // catalogRules turns what Explore found into the rules written as
 // comments: each path with the line its parent's help lists it with, and
 // the flags its own help lists (the long form where there are both; the
-// help flags left out, since every rule gets them anyway).
+// help flags left out, since every rule gets them anyway). A tool with no
+// subcommands (curl, tar, psql) gets one bare rule with its root flags.
 func catalogRules(name string, tree introspect.Tree) []config.CatalogRule {
 	listings := map[string]map[string]string{}
 	var rules []config.CatalogRule
@@ -114,21 +168,35 @@ func catalogRules(name string, tree introspect.Tree) []config.CatalogRule {
 		if _, ok := listings[parent]; !ok {
 			listings[parent], _ = tree.Catalog.Subcommands(name, p[:len(p)-1])
 		}
-		r := config.CatalogRule{Subcommand: p, Description: listings[parent][p[len(p)-1]]}
 		h, ok := tree.Catalog.Help(name, p)
-		r.Unread = !ok
-		for _, f := range h.Flags {
-			spelling := f.Long
-			if spelling == "" {
-				spelling = f.Short
-			}
-			if spelling != "" && !policy.IsHelpFlag(spelling) {
-				r.Flags = append(r.Flags, spelling)
+		rules = append(rules, config.CatalogRule{
+			Subcommand: p, Description: listings[parent][p[len(p)-1]], Flags: helpFlags(h), Unread: !ok,
+		})
+	}
+	if len(rules) == 0 {
+		if h, ok := tree.Catalog.Help(name, nil); ok {
+			if flags := helpFlags(h); len(flags) > 0 {
+				rules = append(rules, config.CatalogRule{Subcommand: []string{}, Flags: flags})
 			}
 		}
-		rules = append(rules, r)
 	}
 	return rules
+}
+
+// helpFlags are the flags h lists, one spelling each (the long form where
+// there are both), the help flags left out.
+func helpFlags(h helptext.Help) []string {
+	var out []string
+	for _, f := range h.Flags {
+		spelling := f.Long
+		if spelling == "" {
+			spelling = f.Short
+		}
+		if spelling != "" && !policy.IsHelpFlag(spelling) {
+			out = append(out, spelling)
+		}
+	}
+	return out
 }
 
 // toolBinary is --binary made absolute and checked, else name looked up on

@@ -217,10 +217,8 @@ func TestUncommentingARuleAllowsThatSubcommandAlone(t *testing.T) {
 			continue
 		}
 		rules++
-		ind := len(l) - len(trimmed)
 		edited := slices.Clone(lines)
-		edited[i] = l[:ind] + strings.TrimPrefix(trimmed, "# ")
-		edited[i+1] = lines[i+1][:ind] + strings.TrimPrefix(lines[i+1][ind:], "# ")
+		uncomment(edited, i)
 		c, err := config.Parse(path, []byte(strings.Join(edited, "")), nil)
 		if err != nil {
 			t.Fatalf("uncommenting %q: %v", strings.TrimSpace(l), err)
@@ -230,6 +228,9 @@ func TestUncommentingARuleAllowsThatSubcommandAlone(t *testing.T) {
 			t.Fatalf("uncommenting %q gives %d rules, want 1", strings.TrimSpace(l), len(tool.Allow))
 		}
 		sub := tool.Allow[0].Subcommand
+		if n := tool.Allow[0].ArgConstraints.PositionalMax; n == nil || *n != 0 {
+			t.Errorf("uncommenting %q gives positional_max %v, want 0", strings.TrimSpace(l), n)
+		}
 		p, err := c.Policy(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -259,8 +260,7 @@ func TestUncommentingARuleAllowsThatSubcommandAlone(t *testing.T) {
 				want = append(want, s)
 			}
 		}
-		_, comment, _ := strings.Cut(lines[i+1], "# has ")
-		if got := strings.Fields(comment); !reflect.DeepEqual(got, want) && len(want) > 0 {
+		if got := catalogFlags(lines, i); !reflect.DeepEqual(got, want) && len(want) > 0 {
 			t.Errorf("%s: comment lists %q, want %q", r.Name(), got, want)
 		}
 	}
@@ -297,7 +297,8 @@ func TestConfigAddRefusesAndLeavesTheFileAlone(t *testing.T) {
 		args []string
 		want []string // substrings of stderr
 	}{
-		{"an existing tool key", filepath.Dir(bin), []string{"fake"}, []string{"tool 'fake' is already in the config", "config.yaml:8"}},
+		{"another binary for a tool in the config", filepath.Dir(bin), []string{"fake", "--binary", bin},
+			[]string{"tool fake is already in the config with binary " + fakecli + ", not " + bin}},
 		{"a name outside the token rules", filepath.Dir(bin), []string{"gh.exe"}, []string{`tool name "gh.exe" must match`}},
 		{"a name in wraptool's namespace", filepath.Dir(bin), []string{"WrapToolX"}, []string{`starts with "wraptool"`}},
 		{"a binary that is not executable", filepath.Dir(bin), []string{"x", "--binary", noexec}, []string{noexec + " is not executable"}},
@@ -455,4 +456,51 @@ func TestConfigAddHelpRunsAreConfined(t *testing.T) {
 	if !strings.Contains(string(after), "# the config's own marker") || !strings.Contains(string(after), "grabby:") {
 		t.Errorf("the config was overwritten by a help run:\n%s", after)
 	}
+}
+
+// uncomment turns the catalog rule whose "# - subcommand:" line is lines[i]
+// into a live rule, as an operator would: the "# " before "- subcommand:",
+// "flags:" and "arg_constraints:" goes; the wrapped comment lines between
+// them stay comments.
+func uncomment(lines []string, i int) {
+	for j := i; j < len(lines); j++ {
+		trimmed := strings.TrimLeft(lines[j], " ")
+		ind := len(lines[j]) - len(trimmed)
+		if j > i && !strings.HasPrefix(trimmed, "#   ") && !strings.HasPrefix(trimmed, "#  ") {
+			return
+		}
+		for _, live := range []string{"# - subcommand:", "#   flags:", "#   arg_constraints:"} {
+			if strings.HasPrefix(trimmed, live) {
+				lines[j] = lines[j][:ind] + strings.TrimPrefix(trimmed, "# ")
+			}
+		}
+		if strings.HasPrefix(trimmed, "#   arg_constraints:") {
+			return
+		}
+	}
+}
+
+// catalogFlags are the flags the catalog rule at lines[i] lists after
+// "# has ", its wrapped lines included.
+func catalogFlags(lines []string, i int) []string {
+	var out []string
+	in := false
+	for j := i + 1; j < len(lines); j++ {
+		trimmed := strings.TrimSpace(lines[j])
+		switch {
+		case strings.HasPrefix(trimmed, "#   flags: []"):
+			_, comment, ok := strings.Cut(trimmed, "# has ")
+			if !ok {
+				return nil
+			}
+			out, in = strings.Fields(comment), true
+		case in && strings.HasPrefix(trimmed, "#") && !strings.HasPrefix(trimmed, "#   arg_constraints:"):
+			out = append(out, strings.Fields(strings.TrimLeft(trimmed, "# "))...)
+		default:
+			if in || strings.HasPrefix(trimmed, "#   arg_constraints:") {
+				return out
+			}
+		}
+	}
+	return out
 }

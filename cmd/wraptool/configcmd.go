@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/peterbourgon/ff/v4"
 
@@ -92,7 +93,9 @@ func (a *app) validate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range l.Warnings {
+	warnings := slices.Concat(l.Warnings, l.Config.PositionalWarnings())
+	slices.SortStableFunc(warnings, func(x, y config.Warning) int { return x.Line - y.Line })
+	for _, w := range warnings {
 		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 	}
 	c := l.Config

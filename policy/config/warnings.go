@@ -95,3 +95,29 @@ func (c *Config) Warnings(helps policy.Helps, o *Options) []Warning {
 	})
 	return out
 }
+
+// PositionalWarnings lists, in document order, each allow rule that takes
+// positional arguments with neither a limit nor a pattern: every one
+// reaches the tool as written, which the operator may not have meant.
+// `config validate` prints them; the server does not log them on every
+// reload, since a rule may take free positionals on purpose.
+func (c *Config) PositionalWarnings() []Warning {
+	var out []Warning
+	for _, name := range sortedKeys(c.Tools) {
+		for i, r := range c.Tools[name].Allow {
+			ac := r.ArgConstraints
+			if ac.PositionalMax != nil || ac.Pattern != "" || len(ac.Patterns) != 0 {
+				continue
+			}
+			p := fieldPath{}.key("tools").key(name).key("allow").index(i)
+			out = append(out, Warning{File: c.File, Line: c.lines.at(p).line, Path: p.String(), Msg: fmt.Sprintf(
+				"rule %s (subcommand %s) takes any number of positional arguments, and each reaches %s as written "+
+					"(git push origin +HEAD:main force-pushes without --force); limit them with "+
+					"arg_constraints: { positional_max: 0 } for none, or a positional_max and a pattern or patterns "+
+					"that say what may pass",
+				policy.ToolName(name, r.Subcommand), flowList(r.Subcommand, 0), name)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Warning) int { return a.Line - b.Line })
+	return out
+}

@@ -21,7 +21,9 @@ import (
 )
 
 // ValidConfig has 2 tools, 3 allow rules (with 5 flags between them, so a
-// count of flags would show) and 1 MCP server. $DIR is the case's folder.
+// count of flags would show) and 1 MCP server; each rule limits its
+// positionals, so validate has nothing to warn about. $DIR is the case's
+// folder.
 const ValidConfig = `mcp:
   listen: 127.0.0.1:8717
   auth_token_file: ./mcp-token
@@ -31,13 +33,16 @@ tools:
     allow:
       - subcommand: [pull]
         flags: ["--ff-only", "--rebase"]
+        arg_constraints: {positional_max: 0}
       - subcommand: [push]
         flags: ["--set-upstream", "--tags"]
+        arg_constraints: {positional_max: 0}
   gh:
     binary: $DIR/bin/gh
     allow:
       - subcommand: [pr, list]
         flags: ["--state"]
+        arg_constraints: {positional_max: 0}
 mcp_servers:
   fs:
     command: npx
@@ -156,10 +161,20 @@ func ValidateCases() []ValidateCase {
 		{
 			Name: "an untyped short flag is valid, with a warning on stderr",
 			Files: map[string]string{"config.yaml": "mcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: $DIR/bin/git\n" +
-				"    allow:\n      - subcommand: []\n        flags: [-P]\n"},
+				"    allow:\n      - subcommand: []\n        flags: [-P]\n        arg_constraints: {positional_max: 0}\n"},
 			Args:       []string{"config", "validate", "$DIR/config.yaml"},
 			WantStdout: "ok: $DIR/config.yaml (1 tools, 1 allow rules, 0 mcp_servers)\n",
 			WantStderr: `warning: $DIR/config.yaml:8: tools.git.allow[0].flags[0]: -P has no type, so wraptool passes it as "-P value"`,
+		},
+		{
+			Name: "a rule taking positionals with no limit or pattern is valid, with a warning naming the fix",
+			Files: map[string]string{"config.yaml": "mcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: $DIR/bin/git\n" +
+				"    allow:\n      - subcommand: [show]\n        flags: [--stat]\n"},
+			Args:       []string{"config", "validate", "$DIR/config.yaml"},
+			WantStdout: "ok: $DIR/config.yaml (1 tools, 1 allow rules, 0 mcp_servers)\n",
+			WantStderr: "warning: $DIR/config.yaml:7: tools.git.allow[0]: rule git_show (subcommand [show]) takes any number of " +
+				"positional arguments, and each reaches git as written (git push origin +HEAD:main force-pushes without --force); " +
+				"limit them with arg_constraints: { positional_max: 0 } for none",
 		},
 		{
 			Name: "a relative binary is an invalid config placed at its line and field",

@@ -138,3 +138,23 @@ func Starter(gitPath string) []byte {
 	}
 	return b.Bytes()
 }
+
+// Unscaffold removes the config Scaffold wrote at path, for a command that
+// scaffolded it and was then refused: only while the file is still the one
+// written (info, from os.Lstat just after Scaffold) and holds exactly
+// starter, so an edit made meanwhile is never lost. It reports whether it
+// removed the file.
+func Unscaffold(path string, starter []byte, info fs.FileInfo) (bool, error) {
+	now, err := os.Lstat(path)
+	if err != nil || !os.SameFile(now, info) || !now.Mode().IsRegular() {
+		return false, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(data, starter) {
+		return false, nil
+	}
+	if err := os.Remove(path); err != nil {
+		return false, fmt.Errorf("remove the starter config: %w", err)
+	}
+	return true, nil
+}

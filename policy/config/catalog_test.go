@@ -1,0 +1,185 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// uncommentCatalog turns every commented rule of a catalog into a live
+// one, as an operator uncommenting each would: the "# " before
+// "- subcommand:", "flags:" and "arg_constraints:" goes.
+func uncommentCatalog(text string) string {
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		trimmed := strings.TrimLeft(l, " ")
+		for _, live := range []string{"# - subcommand:", "#   flags:", "#   arg_constraints:"} {
+			if strings.HasPrefix(trimmed, live) {
+				lines[i] = l[:len(l)-len(trimmed)] + strings.TrimPrefix(trimmed, "# ")
+			}
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+func manyFlags(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, "--flag-number-"+strings.Repeat("x", i%7)+string(rune('a'+i%26)))
+	}
+	return out
+}
+
+// TestCatalogLinesStayShortAndUncommentToValidRules writes catalogs a
+// hostile or merely verbose help could produce, at shallow and deep
+// indentation: every comment line is under 100 characters, and uncommenting every
+// rule gives a config that loads, each rule allowing no positional.
+func TestCatalogLinesStayShortAndUncommentToValidRules(t *testing.T) {
+	t.Parallel()
+	dir, path, o := addToolFixture(t)
+	for _, tt := range []struct {
+		name  string
+		ind   string // the tools' indentation step
+		rules []CatalogRule
+		want  int // rules written
+	}{
+		{"a flag list longer than a line wraps", "  ",
+			[]CatalogRule{{Subcommand: []string{"commit"}, Description: "Record changes", Flags: manyFlags(60)}}, 1},
+		{"a description of one 120-character word is cut into pieces", "  ",
+			[]CatalogRule{{Subcommand: []string{"x"}, Description: strings.Repeat("w", 200)}}, 1},
+		{"a flag longer than a line is left out, not cut", "  ",
+			[]CatalogRule{{Subcommand: []string{"x"}, Flags: []string{"--" + strings.Repeat("f", 90), "--ok"}}}, 1},
+		{"a subcommand too long for its line is left out", "  ",
+			[]CatalogRule{{Subcommand: []string{strings.Repeat("s", 90)}}, {Subcommand: []string{"ok"}}}, 1},
+		{"a path whose tool name would pass 64 characters is left out", "  ",
+			[]CatalogRule{{Subcommand: []string{strings.Repeat("s", 62)}}, {Subcommand: []string{strings.Repeat("s", 61)}}}, 1},
+		{"names outside the rules are left out", "  ",
+			[]CatalogRule{{Subcommand: []string{"a b"}}, {Subcommand: []string{"-x"}}, {Subcommand: []string{"ok"}, Flags: []string{"--bad flag", "-\n"}}}, 1},
+		{"hostile descriptions stay comments", "  ", hostileRules(), len(hostile)},
+		{"the bare tool's root flags", "  ", []CatalogRule{{Subcommand: []string{}, Flags: manyFlags(250)}}, 1},
+		{"deep indentation", "        ", []CatalogRule{{Subcommand: []string{"pr", "list"}, Description: strings.Repeat("long ", 30), Flags: manyFlags(40)}}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := strings.ReplaceAll("mcp:\n"+tt.ind+"listen: 127.0.0.1:8717\ntools:\n", "$T", dir)
+			out, n, err := PlanAddTool(path, []byte(in), NewTool{Name: "gh", Binary: dir + "/bin/tool", Catalog: tt.rules}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tt.want {
+				t.Errorf("%d rules written, want %d", n, tt.want)
+			}
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(strings.TrimSpace(l), "#") && len(l) >= 100 {
+					t.Errorf("line of %d characters: %q", len(l), l)
+				}
+			}
+			c, err := parse(path, []byte(uncommentCatalog(string(out))), o, nil)
+			if err != nil {
+				t.Fatalf("every rule uncommented: %v\n%s", err, uncommentCatalog(string(out)))
+			}
+			allow := c.Tools["gh"].Allow
+			if len(allow) != tt.want {
+				t.Errorf("every rule uncommented gives %d rules, want %d", len(allow), tt.want)
+			}
+			for _, r := range allow {
+				if p := r.ArgConstraints.PositionalMax; p == nil || *p != 0 {
+					t.Errorf("rule %q: positional_max %v, want 0", r.Subcommand, p)
+				}
+				if len(r.Flags) != len(r.Seeded) {
+					t.Errorf("rule %q allows %q, want the help flags alone", r.Subcommand, r.Flags)
+				}
+			}
+			if w := slices.Concat(c.Warnings(nil, o), c.PositionalWarnings()); len(w) != 0 {
+				t.Errorf("warnings: %v", w)
+			}
+		})
+	}
+}
+
+func hostileRules() []CatalogRule {
+	var out []CatalogRule
+	for i, h := range hostile {
+		out = append(out, CatalogRule{Subcommand: []string{"c" + string(rune('a'+i))}, Description: h})
+	}
+	return out
+}
+
+// TestPositionalWarnings: a rule that takes positionals with neither a
+// limit nor a pattern is warned about, with its line and the fix.
+func TestPositionalWarnings(t *testing.T) {
+	t.Parallel()
+	dir := fixture(t)
+	for _, tt := range []struct {
+		name, args string
+		warn       bool
+	}{
+		{"no arg_constraints", "", true},
+		{"an empty arg_constraints", "        arg_constraints: {}\n", true},
+		{"positional_max: 0", "        arg_constraints: {positional_max: 0}\n", false},
+		{"a positional_max above 0", "        arg_constraints: {positional_max: 2}\n", false},
+		{"a pattern", "        arg_constraints: {pattern: \"[a-z]+\"}\n", false},
+		{"patterns", "        arg_constraints: {patterns: [origin]}\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := mustParse(t, dir, base+"tools:\n  git:\n    binary: $T/bin/tool\n    allow:\n      - subcommand: [log]\n        flags: [--oneline]\n"+tt.args)
+			var got []string
+			for _, w := range c.PositionalWarnings() {
+				got = append(got, w.String())
+			}
+			if !tt.warn {
+				if len(got) != 0 {
+					t.Errorf("warnings %q, want none", got)
+				}
+				return
+			}
+			want := dir + "/config.yaml:7: tools.git.allow[0]: rule git_log (subcommand [log]) takes any number of positional arguments"
+			if len(got) != 1 || !strings.HasPrefix(got[0], want) || !strings.Contains(got[0], "arg_constraints: { positional_max: 0 }") {
+				t.Errorf("warnings %q, want one starting %q that names the fix", got, want)
+			}
+		})
+	}
+}
+
+// TestPlanCatalogRewritesItsOwnBlockOnly: a rerun replaces exactly the
+// catalog the last run wrote, even when the help's descriptions spell the
+// catalog's first and last lines, and leaves a look-alike outside the
+// tool's entry alone.
+func TestPlanCatalogRewritesItsOwnBlockOnly(t *testing.T) {
+	t.Parallel()
+	dir, path, o := addToolFixture(t)
+	in := []byte(strings.ReplaceAll(`mcp:
+  listen: 127.0.0.1:8717
+tools:
+  gh:
+    binary: $T/bin/tool
+    allow:
+      - subcommand: [a]
+        arg_constraints: {positional_max: 0}
+  other:
+    binary: $T/bin/tool
+    allow:
+      # Uncomment what the assistant may run (from `+"`gh --help`"+`).
+      # End of the catalog from `+"`gh --help`"+`.
+`, "$T", dir))
+	rules := []CatalogRule{
+		{Subcommand: []string{"x"}, Description: catalogEnd("gh")},
+		{Subcommand: []string{"y"}, Description: catalogHead("gh") + " " + catalogEnd("gh")},
+		{Subcommand: []string{"a"}, Description: "has a rule already"},
+	}
+	first, n, replaced, err := PlanCatalog(path, in, "gh", rules, o)
+	if err != nil || n != 2 || replaced {
+		t.Fatalf("first run: %d rules, replaced %v, %v; want 2, false", n, replaced, err)
+	}
+	second, n, replaced, err := PlanCatalog(path, first, "gh", rules, o)
+	if err != nil || n != 2 || !replaced {
+		t.Fatalf("rerun: %d rules, replaced %v, %v; want 2, true", n, replaced, err)
+	}
+	if string(second) != string(first) {
+		t.Errorf("a rerun wrote:\n%s\nwant what the first wrote:\n%s", second, first)
+	}
+	if !strings.HasSuffix(string(second), "  other:\n    binary: "+dir+"/bin/tool\n    allow:\n      # Uncomment what the assistant may run (from `gh --help`).\n      # End of the catalog from `gh --help`.\n") {
+		t.Errorf("the look-alike under another tool changed:\n%s", second)
+	}
+}
