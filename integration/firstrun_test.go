@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
 // Go 1.24 and later cache a `go run` binary in the build cache
@@ -85,4 +87,33 @@ func startProgram(t *testing.T, bin string, env []string, args ...string) *logBu
 		return fmt.Errorf("%s %q did not serve:\n%s", bin, args, stderr)
 	})
 	return stdout
+}
+
+// A call that names no cwd, on a server with mcp.allowed_cwd_roots and no
+// working_dir, runs in the first root: never in the folder the server was
+// started from, which lies outside the roots.
+func TestCallWithoutCwdRunsInTheFirstRoot(t *testing.T) {
+	slow(t, "the default cwd under allowed_cwd_roots")
+	t.Parallel()
+	dir := t.TempDir()
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server starts in the test's own folder (integration/), outside
+	// the root serverConfig sets.
+	s := startServerIn(t, dir, serverConfig(t, dir, toolsPullPush))
+	c := s.Connect(t, "/mcp")
+	res := c.Call(t, "fake_pull", map[string]any{})
+	text := toolsettest.ResultText(t, res)
+	if res.IsError {
+		t.Fatalf("refused: %s", text)
+	}
+	var r toolsettest.Report
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		t.Fatalf("not fakecli's report: %q", text)
+	}
+	if r.Cwd != root {
+		t.Errorf("the call ran in %q, want the first root %q", r.Cwd, root)
+	}
 }
