@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
@@ -115,5 +118,39 @@ func TestCallWithoutCwdRunsInTheFirstRoot(t *testing.T) {
 	}
 	if r.Cwd != root {
 		t.Errorf("the call ran in %q, want the first root %q", r.Cwd, root)
+	}
+}
+
+// unknownToolCall calls name, which the server does not expose, and fails
+// unless the answer is the tool error naming the discover and request
+// tools (not a protocol error).
+func unknownToolCall(t *testing.T, c *mcpClient, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
+	defer cancel()
+	res, err := c.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("call %s: protocol error %v, want a tool error", name, err)
+	}
+	text := toolsettest.ResultText(t, res)
+	if !res.IsError || !strings.HasPrefix(text, "UNKNOWN TOOL: ") ||
+		!strings.Contains(text, "'wraptool_discover'") || !strings.Contains(text, "'wraptool_request_capability'") {
+		t.Errorf("call %s: isError %v, text:\n%s\nwant the unknown-tool error naming wraptool_discover and wraptool_request_capability", name, res.IsError, text)
+	}
+}
+
+// A tool the server does not expose (git_push, where only fake_pull and
+// fake_push are) is answered, over the wire, with a tool error that says what to
+// call next; the server's own tools still answer.
+func TestUnknownToolSaysWhatToCall(t *testing.T) {
+	slow(t, "the unknown-tool answer")
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServerIn(t, dir, serverConfig(t, dir, toolsPullPush))
+	c := s.Connect(t, "/mcp")
+	unknownToolCall(t, c, "git_push")
+	res := c.Call(t, "fake_pull", map[string]any{})
+	if res.IsError {
+		t.Fatalf("a known tool failed: %s", toolsettest.ResultText(t, res))
 	}
 }
