@@ -154,3 +154,27 @@ func TestUnknownToolSaysWhatToCall(t *testing.T) {
 		t.Fatalf("a known tool failed: %s", toolsettest.ResultText(t, res))
 	}
 }
+
+// `check` speaks to the operator: a line with an option before the
+// subcommand (`fake -c core.pager=sh commit`, where only `fake commit` has
+// a rule) names the rule it came closest to, and the denial ends with the
+// operator's next step instead of the assistant's request tool.
+func TestCheckNamesTheClosestRuleAndTheOperatorsNextStep(t *testing.T) {
+	slow(t, "check's operator wording")
+	t.Parallel()
+	dir, env := checkSetup(t)
+	cfg := filepath.Join(dir, "config.yaml")
+	stdout, stderr, code := runWraptool(t, env, "--config", cfg, "check", "--", "fake", "-c", "core.pager=sh", "commit")
+	if code != 3 {
+		t.Fatalf("exit status = %d, want 3 (stderr %q)", code, stderr)
+	}
+	want := "DENIED: 'fake -c core.pager=sh commit' is not permitted.\n\n" +
+		"Policy: no rule matches; the closest is 'fake commit', whose subcommand must come first (no rule allows '-c' before it).\n\n" +
+		"Next step: if the assistant asked for this, approve its request (wraptool requests list); else add an allow rule for 'fake' to tools.fake.allow.\n"
+	if stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
+	}
+	if strings.Contains(stdout, "wraptool_request_capability") {
+		t.Errorf("check tells the operator to call the assistant's tool:\n%s", stdout)
+	}
+}
