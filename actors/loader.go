@@ -96,7 +96,7 @@ func NewLoader(o LoaderOptions) *Loader {
 		o.Load = config.LoadFile
 	}
 	return &Loader{fileChanged: o.FileChanged, reloadNow: o.ReloadNow, out: o.Loaded, path: o.Path,
-		opts: config.LoadOptions{Paths: o.Paths, Introspect: o.Introspect}, load: o.Load, needToken: o.NeedToken,
+		opts: config.LoadOptions{Paths: o.Paths, Introspect: o.Introspect, Tokens: config.TokensReload}, load: o.Load, needToken: o.NeedToken,
 		rejected: o.Rejected, counters: o.Counters, log: logger(o.Log, "loader"), running: o.Running}
 }
 
@@ -189,6 +189,9 @@ func (l *Loader) reload(ctx context.Context, forced bool) (messages.ConfigLoaded
 	}
 	for _, w := range loaded.Warnings {
 		l.log.Warn("config warning", "where", w.String())
+	}
+	for _, f := range loaded.Created {
+		l.log.Info("created token file", "path", f)
 	}
 	if loaded.Config.MCP.Confinement == config.ConfinementOff {
 		l.log.Warn(config.ConfinementOffWarning, "config", l.path)

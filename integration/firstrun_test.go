@@ -178,3 +178,41 @@ func TestCheckNamesTheClosestRuleAndTheOperatorsNextStep(t *testing.T) {
 		t.Errorf("check tells the operator to call the assistant's tool:\n%s", stdout)
 	}
 }
+
+// Enabling admin: on a running server: the reload creates the missing admin
+// token file as start-up does (before, the reload was rejected), says that
+// the new admin.listen needs a restart, and the rest of the reload takes
+// effect. A config broken and then fixed ends with "config accepted".
+func TestReloadEnablingAdminAndAcceptingAFix(t *testing.T) {
+	slow(t, "reloads that enable admin: and fix a rejection")
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serverConfig(t, dir, toolsPullPush)
+	s := startServerIn(t, dir, cfg)
+	adminToken := filepath.Join(dir, "admin-token")
+	withAdmin := cfg + fmt.Sprintf("admin:\n  listen: 127.0.0.1:%d\n  auth_token_file: %s\n", freePort(t), adminToken)
+	if err := os.WriteFile(s.ConfigPath, []byte(withAdmin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := s.WaitLog(t, `msg="config reloaded"`, 1, eventTimeout)
+	if strings.Contains(log, `msg="config rejected"`) {
+		t.Errorf("enabling admin: was rejected:\n%s", log)
+	}
+	info, err := os.Stat(adminToken)
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file: %v (mode %v), want one created with mode 0600", err, info)
+	}
+	if !strings.Contains(log, `msg="listener settings changed; they take effect after a restart"`) || !strings.Contains(log, `msg="created token file" component=loader path=`+adminToken) {
+		t.Errorf("the reload does not say the admin token was created and admin.listen needs a restart:\n%s", log)
+	}
+
+	// Broken, then fixed: the last word is not the ERROR.
+	if err := os.WriteFile(s.ConfigPath, []byte(withAdmin+"bogus: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitLog(t, `msg="config rejected"`, 1, eventTimeout)
+	if err := os.WriteFile(s.ConfigPath, []byte(withAdmin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitLog(t, `msg="config accepted"`, 1, eventTimeout)
+}
