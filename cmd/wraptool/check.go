@@ -27,7 +27,7 @@ func (a *app) checkCommand() *ff.Command {
 	)
 	fs := ff.NewFlagSet("check").SetParent(a.flags)
 	fs.BoolVar(&asJSON, 0, "json", "print one JSON object: the decision, the MCP tool, the argv and the denial")
-	fs.StringVar(&testsFile, 0, "tests", "", "run a YAML list of {cmd, want: allow|deny} and list each mismatch")
+	stringFlag(fs, &testsFile, "tests", "", "FILE", "run a YAML list of {cmd, want: allow|deny} and list each mismatch")
 	return &ff.Command{
 		Name:      "check",
 		Usage:     "wraptool check [--json] -- TOOL [SUBCOMMAND…] [FLAGS…] [ARGS…] | wraptool check --tests FILE",
