@@ -51,6 +51,10 @@ type Loader struct {
 	log                    *slog.Logger
 
 	running string // hash of what the holder runs
+	// rejected is true after a rejected reload, until a load succeeds:
+	// the fix is then logged as "config accepted", so an ERROR is not
+	// the log's last word about a file that is fine again.
+	rejectedLast bool
 }
 
 // LoaderOptions configure a Loader.
@@ -80,8 +84,9 @@ type LoaderOptions struct {
 	Rejected chan<- messages.ConfigRejected
 	// Counters, when set, count the loads and rejections (the metrics).
 	Counters LoadCounters
-	// Log receives "config rejected", warnings and "reload skipped"
-	// (debug); nil discards them.
+	// Log receives "config rejected", "config accepted" (the first good
+	// load after a rejection), warnings and "reload skipped" (debug); nil
+	// discards them.
 	Log *slog.Logger
 }
 
@@ -91,7 +96,7 @@ func NewLoader(o LoaderOptions) *Loader {
 		o.Load = config.LoadFile
 	}
 	return &Loader{fileChanged: o.FileChanged, reloadNow: o.ReloadNow, out: o.Loaded, path: o.Path,
-		opts: config.LoadOptions{Paths: o.Paths, Introspect: o.Introspect}, load: o.Load, needToken: o.NeedToken,
+		opts: config.LoadOptions{Paths: o.Paths, Introspect: o.Introspect, Tokens: config.TokensReload}, load: o.Load, needToken: o.NeedToken,
 		rejected: o.Rejected, counters: o.Counters, log: logger(o.Log, "loader"), running: o.Running}
 }
 
@@ -157,6 +162,7 @@ func (l *Loader) reload(ctx context.Context, forced bool) (messages.ConfigLoaded
 			"so a reload cannot remove its token (listener changes need a restart)", l.path, l.needToken)
 	}
 	if err != nil {
+		l.rejectedLast = true
 		l.log.Error("config rejected", "cause", cause, "error", err.Error())
 		if l.counters != nil {
 			l.counters.Rejected()
@@ -169,12 +175,23 @@ func (l *Loader) reload(ctx context.Context, forced bool) (messages.ConfigLoaded
 		}
 		return messages.ConfigLoaded{}, false
 	}
+	if l.rejectedLast {
+		l.rejectedLast = false
+		note := "the files load again and replace the config in service"
+		if !forced && loaded.Hash == l.running {
+			note = "the files are back to the config in service, which stays"
+		}
+		l.log.Info("config accepted", "cause", cause, "after", "a rejected reload", "note", note)
+	}
 	if !forced && loaded.Hash == l.running {
 		l.log.Debug("reload skipped", "cause", cause, "reason", "the files are unchanged")
 		return messages.ConfigLoaded{}, false
 	}
 	for _, w := range loaded.Warnings {
 		l.log.Warn("config warning", "where", w.String())
+	}
+	for _, f := range loaded.Created {
+		l.log.Info("created token file", "path", f)
 	}
 	if loaded.Config.MCP.Confinement == config.ConfinementOff {
 		l.log.Warn(config.ConfinementOffWarning, "config", l.path)

@@ -456,3 +456,50 @@ func TestLoaderSIGHUPAbsorbsAPendingFileChange(t *testing.T) {
 		h.stop()
 	}
 }
+
+// After a rejection, the first good load says so ("config accepted"), so the
+// ERROR is not the log's last word: whether the fix is a new config or a
+// revert to the one in service (which is skipped, nothing to send). Loads
+// with no rejection before them log no such line.
+func TestLoaderSaysAConfigIsAcceptedAfterARejection(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		fix      func(t *testing.T, h *loaderHarness, good []byte)
+		wait     func(t *testing.T, h *loaderHarness)
+		wantNote string
+	}{
+		{"a new config", func(t *testing.T, h *loaderHarness, _ []byte) { h.writeConfig(t, "debug", `"--short"`) },
+			func(t *testing.T, h *loaderHarness) { h.loaded(t, "file") }, "replace the config in service"},
+		{"a revert to the config in service", func(t *testing.T, h *loaderHarness, good []byte) {
+			configtest.WriteFile(t, h.path, string(good), 0o600)
+		},
+			func(t *testing.T, h *loaderHarness) { h.skipped(t, 1) }, "back to the config in service"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := startLoader(t)
+			good := h.config(t, "info", "--short")
+			configtest.WriteFile(t, h.path, invalidConfig, 0o600)
+			ring(h.fileChanged)
+			h.rejected(t, 1)
+			if n := len(h.sink.lines("config accepted")); n != 0 {
+				t.Fatalf("config accepted before any fix; log:\n%s", h.sink.String())
+			}
+			tc.fix(t, h, []byte(good))
+			ring(h.fileChanged)
+			tc.wait(t, h)
+			lines := h.sink.lines("config accepted")
+			if len(lines) != 1 || !containsAll(lines[0], []string{"level=INFO", "component=loader", "cause=file", tc.wantNote}) {
+				t.Errorf("config accepted lines %q, want one INFO line saying %q; log:\n%s", lines, tc.wantNote, h.sink.String())
+			}
+			// A later good load, with no rejection before it, logs none.
+			h.writeConfig(t, "warn", `"--short"`)
+			ring(h.fileChanged)
+			h.loaded(t, "file")
+			if n := len(h.sink.lines("config accepted")); n != 1 {
+				t.Errorf("config accepted lines = %d after a plain reload, want still 1; log:\n%s", n, h.sink.String())
+			}
+		})
+	}
+}

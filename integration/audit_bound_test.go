@@ -166,10 +166,6 @@ func TestAuditCwdIsResolved(t *testing.T) {
 		}
 		return r
 	}
-	wd, err := os.Getwd() // the server inherits the test's directory
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := startServerIn(t, dir, serverConfig(t, dir, fmt.Sprintf(`  fake:
     binary: $FAKECLI
     working_dir: %s
@@ -189,7 +185,7 @@ func TestAuditCwdIsResolved(t *testing.T) {
 		want       string
 	}{
 		{"no cwd: the tool's working_dir, resolved", "fake_report", map[string]any{"args": []string{"call-0"}}, "allowed", resolved(filepath.Join(dir, "work"))},
-		{"no cwd and no working_dir: the server's directory, resolved", "other_report", map[string]any{"args": []string{"call-1"}}, "allowed", resolved(wd)},
+		{"no cwd and no working_dir: the first allowed_cwd_roots root, resolved", "other_report", map[string]any{"args": []string{"call-1"}}, "allowed", resolved(dir)},
 		{"a client cwd through a symlink: its target", "fake_report", map[string]any{"args": []string{"call-2"}, "cwd": filepath.Join(dir, "link")}, "allowed", resolved(filepath.Join(dir, "real"))},
 		{"a denied call: where it would have run", "fake_report", map[string]any{"args": []string{"call-3"}, "nope": true}, "denied", resolved(filepath.Join(dir, "work"))},
 	} {

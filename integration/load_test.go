@@ -407,6 +407,10 @@ func (c *loadClient) check(k loadKind, res *mcp.CallToolResult, err error) {
 			text = tc.Text
 		}
 	}
+	if k.mayVanish && res.IsError && strings.HasPrefix(text, "UNKNOWN TOOL: '"+k.tool+"' ") {
+		c.vanished[k.tool]++
+		return
+	}
 	if strings.HasPrefix(text, "DENIED: ") {
 		c.denied[k.tool]++
 		prefix := "DENIED: '" + k.shown + "' is not permitted.\n\nPolicy: " + k.reason + ".\n"

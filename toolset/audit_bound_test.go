@@ -331,7 +331,6 @@ func TestAuditCwdIsWhereTheChildRan(t *testing.T) {
 		}
 		return r
 	}
-	wd, _ := os.Getwd()
 	outside := t.TempDir()
 	for _, tc := range []struct {
 		name       string
@@ -341,7 +340,7 @@ func TestAuditCwdIsWhereTheChildRan(t *testing.T) {
 		want       string
 	}{
 		{"no cwd: the tool's working_dir, through its symlink", filepath.Join(root, "default"), json.RawMessage(`{}`), "allowed", resolved(other)},
-		{"no cwd and no working_dir: the server's own directory", "", json.RawMessage(`{}`), "allowed", resolved(wd)},
+		{"no cwd and no working_dir: the first root, never the server's folder outside the roots", "", json.RawMessage(`{}`), "allowed", resolved(root)},
 		{"a client cwd through a symlink: its target", filepath.Join(root, "default"), jsonArgs(map[string]any{"cwd": filepath.Join(root, "link")}), "allowed", resolved(real)},
 		{"a denied call: where it would have run", filepath.Join(root, "default"), jsonArgs(map[string]any{"cwd": filepath.Join(root, "link"), "nope": true}), "denied", resolved(real)},
 		{"a denied call with no cwd: the default", filepath.Join(root, "default"), jsonArgs(map[string]any{"nope": true}), "denied", resolved(other)},

@@ -15,7 +15,8 @@ import (
 // Runtime is what running a wrapped tool needs beyond its rules: where, with
 // which environment, for how long, and which paths it must not name.
 type Runtime struct {
-	// WorkingDir is the default working directory; "" means the server's.
+	// WorkingDir is the default working directory; "" means the first of
+	// Roots, or the server's own when there are none (see defaultDir).
 	WorkingDir string
 	// Env is the child's complete environment (see runner.Environ).
 	Env []string
@@ -70,7 +71,7 @@ func execute(ctx context.Context, d policy.Decision, rt Runtime) (runner.Result,
 	if !d.Allowed() {
 		return runner.Result{ExitCode: -1}, d, ""
 	}
-	dir, real, err := runner.OpenWorkdir(d.Cwd, rt.WorkingDir, rt.Roots)
+	dir, real, err := runner.OpenWorkdir(d.Cwd, rt.defaultDir(), rt.Roots)
 	if err != nil {
 		var ce *runner.CwdError
 		if errors.As(err, &ce) {
@@ -97,6 +98,17 @@ func execute(ctx context.Context, d policy.Decision, rt Runtime) (runner.Result,
 	return runInSlot(ctx, c, rt.slots, admit), d, ranIn
 }
 
+// defaultDir is where a call that names no cwd runs (and what a relative
+// cwd is taken from): the tool's working_dir; else, when cwd roots are set,
+// the first root, since the server's own folder may lie outside every root
+// and a call must never run outside them; else "" (the server's own).
+func (rt Runtime) defaultDir() string {
+	if rt.WorkingDir == "" && len(rt.Roots) > 0 {
+		return rt.Roots[0]
+	}
+	return rt.WorkingDir
+}
+
 // serverDir is the server's own working directory, which a child given no
 // directory inherits, with symlinks resolved (os.Getwd may answer with
 // $PWD's spelling); "" when it cannot be named (it was removed).
@@ -116,14 +128,15 @@ func serverDir() string {
 // default, resolved; "" when neither can be named. Nothing is opened.
 func plannedDir(requested string, rt Runtime) string {
 	if requested != "" {
-		if dir, err := runner.Workdir(requested, rt.WorkingDir, rt.Roots); err == nil {
+		if dir, err := runner.Workdir(requested, rt.defaultDir(), rt.Roots); err == nil {
 			return dir
 		}
 	}
-	if rt.WorkingDir == "" {
+	def := rt.defaultDir()
+	if def == "" {
 		return serverDir()
 	}
-	real, err := filepath.EvalSymlinks(rt.WorkingDir)
+	real, err := filepath.EvalSymlinks(def)
 	if err != nil {
 		return ""
 	}

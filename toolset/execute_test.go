@@ -256,3 +256,54 @@ func TestExecuteCwdSwappedForASymlinkNeverRunsOutsideTheRoots(t *testing.T) {
 		t.Errorf("%d of %d runs (%d calls) started outside the root %s, in %q", len(escaped), ran, calls, root, escaped[0])
 	}
 }
+
+// A call that names no cwd never runs outside the roots: with roots set and
+// no working_dir it runs in the first root (the server's own folder, here
+// the test's, lies outside them), and a relative cwd is taken from there.
+func TestExecuteWithoutCwdRunsInTheFirstRoot(t *testing.T) {
+	t.Parallel()
+	first, _ := filepath.EvalSymlinks(t.TempDir())
+	second, _ := filepath.EvalSymlinks(t.TempDir())
+	if err := os.Mkdir(filepath.Join(first, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.New([]policy.Tool{{
+		Name: "fake", Binary: fakecli,
+		Allow: []*policy.AllowRule{{Subcommand: []string{"pull"}, Flags: []string{"-h", "--help"}}},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cwd  string
+		rt   Runtime
+		want string
+	}{
+		{"no cwd and roots set runs in the first root", "", Runtime{Env: []string{}, Roots: []string{first, second}}, first},
+		{"a relative cwd is taken from the first root", "sub", Runtime{Env: []string{}, Roots: []string{first, second}}, filepath.Join(first, "sub")},
+		{"the operator's working_dir still wins", "", Runtime{WorkingDir: second, Env: []string{}, Roots: []string{first, second}}, second},
+		{"no roots and no working_dir is the server's folder", "", Runtime{Env: []string{}}, serverDir()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			params := map[string]any{}
+			if tc.cwd != "" {
+				params["cwd"] = tc.cwd
+			}
+			d := p.Evaluate(policy.Call{Tool: "fake", Subcommand: []string{"pull"}, Params: params})
+			res, d, ranIn := execute(context.Background(), d, tc.rt)
+			if !d.Allowed() || res.ExitCode != 0 {
+				t.Fatalf("refusal %v, result %+v", d.Refusal, res)
+			}
+			var r toolsettest.Report
+			json.Unmarshal([]byte(res.Stdout), &r)
+			if r.Cwd != tc.want || ranIn != tc.want {
+				t.Errorf("child ran in %q (reported %q), want %q", r.Cwd, ranIn, tc.want)
+			}
+			if pd := plannedDir(tc.cwd, tc.rt); pd != tc.want {
+				t.Errorf("plannedDir = %q, want %q", pd, tc.want)
+			}
+		})
+	}
+}

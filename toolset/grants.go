@@ -443,7 +443,7 @@ func (st *State) remember(name string, call policy.Call, raw json.RawMessage, rt
 		return ""
 	}
 	requested, _ := call.Params[policy.CwdProperty].(string)
-	dir, real, err := runner.OpenWorkdir(requested, rt.WorkingDir, rt.Roots)
+	dir, real, err := runner.OpenWorkdir(requested, rt.defaultDir(), rt.Roots)
 	if err != nil {
 		return ""
 	}

@@ -27,7 +27,7 @@ func (a *app) checkCommand() *ff.Command {
 	)
 	fs := ff.NewFlagSet("check").SetParent(a.flags)
 	fs.BoolVar(&asJSON, 0, "json", "print one JSON object: the decision, the MCP tool, the argv and the denial")
-	fs.StringVar(&testsFile, 0, "tests", "", "run a YAML list of {cmd, want: allow|deny} and list each mismatch")
+	stringFlag(fs, &testsFile, "tests", "", "FILE", "run a YAML list of {cmd, want: allow|deny} and list each mismatch")
 	return &ff.Command{
 		Name:      "check",
 		Usage:     "wraptool check [--json] -- TOOL [SUBCOMMAND…] [FLAGS…] [ARGS…] | wraptool check --tests FILE",
@@ -63,11 +63,11 @@ func (a *app) checkCommand() *ff.Command {
 // resolution and file checks; the introspection cache read, never refreshed,
 // so flags are typed as the server types them and no tool runs).
 func (a *app) newChecker(ctx context.Context) (*checker, error) {
-	_, l, err := a.loadResolvedConfig(ctx)
+	path, l, err := a.loadResolvedConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &checker{pol: l.Policy, helps: l.Helps, cfg: l.Config}, nil
+	return &checker{pol: l.Policy, helps: l.Helps, cfg: l.Config, path: path}, nil
 }
 
 // checkLine decides one command line and prints the verdict: the argv that
@@ -103,6 +103,8 @@ type checker struct {
 	pol   *policy.Policy
 	helps policy.Helps // nil when nothing is known
 	cfg   *config.Config
+	// path is the config file as given, for the operator's next step.
+	path string
 }
 
 // verdict is one decided command line.
@@ -120,6 +122,13 @@ type verdict struct {
 	// notes say what the decision rests on that the config and the
 	// introspection cache do not settle.
 	notes []string
+	// missing is the subcommand no rule has, for a line no rule's
+	// subcommand starts.
+	missing []string
+	// denial is the denial text check prints: the server's, with its last
+	// line (addressed to the assistant) replaced by the operator's next
+	// step; "" when allowed.
+	denial string
 }
 
 // checkResult is the --json shape.
@@ -149,7 +158,7 @@ func (v verdict) result() checkResult {
 	}
 	if !v.d.Allowed() {
 		r.Decision, r.Argv = "deny", v.words
-		r.Denial, r.Reason, r.Kind = v.d.Refusal.Text, v.d.Refusal.Reason, v.d.Refusal.Kind.String()
+		r.Denial, r.Reason, r.Kind = v.denial, v.d.Refusal.Reason, v.d.Refusal.Kind.String()
 	}
 	if r.Argv == nil {
 		r.Argv = []string{}
@@ -161,18 +170,92 @@ func (v verdict) result() checkResult {
 // the denial text.
 func (v verdict) String() string {
 	if !v.d.Allowed() {
-		return v.d.Refusal.Text + "\n"
+		return v.denial + "\n"
 	}
 	return "allowed by " + v.rule.Name() + ": " + quoteWords(v.d.Shown()) + "\n"
 }
 
-// decide decides words (tool key first) as the server would decide the
+// decide decides words as decideCall does and words the denial for the
+// operator: the rule that came closest when no rule's subcommand starts
+// the line, and the operator's next step as its last line.
+func (c *checker) decide(words []string) verdict {
+	v := c.decideCall(words)
+	if v.d.Allowed() {
+		return v
+	}
+	reason := v.d.Refusal.Reason
+	if v.rule == nil && v.d.Refusal.Kind == policy.KindNoRule {
+		if r := closestRule(c.pol.ToolRules(words[0]), words[1:]); r != nil {
+			reason = "no rule matches; the closest is " + ruleCommand(r) + ", whose subcommand must come first (no rule allows " +
+				policy.Quote(words[1]) + " before it)"
+		}
+	}
+	text := v.d.Refusal.Text
+	head, _, ok := strings.Cut(text, "\n\nPolicy: "+v.d.Refusal.Reason+".\n")
+	if ok && reason != v.d.Refusal.Reason {
+		text = head + "\n\nPolicy: " + reason + "." + text[len(head)+len("\n\nPolicy: "+v.d.Refusal.Reason+"."):]
+	}
+	if i := strings.LastIndex(text, "\n\n"); i >= 0 {
+		text = text[:i]
+	}
+	v.denial = text + "\n\n" + c.nextStep(v)
+	return v
+}
+
+// nextStep is the last line of check's denial: what the operator can do,
+// where the server's denial tells the assistant to file a request.
+func (c *checker) nextStep(v verdict) string {
+	tool := v.words[0]
+	const review = "Next step: if the assistant asked for this, approve its request (wraptool requests list); else "
+	switch v.d.Refusal.Kind {
+	case policy.KindUnknownTool:
+		return "Next step: add the tool with 'wraptool config add " + shellWord(tool) + "', then an allow rule for it."
+	case policy.KindDenyRule, policy.KindFlagDenied:
+		return "Next step: a deny rule in tools." + tool + " refuses this on purpose; change it only if this should run."
+	case policy.KindNoRule:
+		return review + "add an allow rule for " + policy.Quote(strings.Join(append([]string{tool}, v.missing...), " ")) +
+			" to tools." + tool + ".allow."
+	}
+	return review + "change the rule in tools." + tool + ".allow."
+}
+
+// ruleCommand names a rule as denials do: 'git log'.
+func ruleCommand(r *policy.Rule) string {
+	return policy.Quote(strings.Join(append([]string{r.Tool()}, r.Subcommand()...), " "))
+}
+
+// closestRule is, for a line no rule's subcommand starts, the rule it came
+// closest to: the longest subcommand whose words all appear in rest, in
+// order, after something else came first (`git -c core.pager=sh log` is
+// closest to 'git log'); nil when there is none. A bare rule is never
+// closest: it would have been a candidate.
+func closestRule(rules []*policy.Rule, rest []string) *policy.Rule {
+	var best *policy.Rule
+	for _, r := range rules {
+		sub := r.Subcommand()
+		if len(sub) == 0 || (best != nil && len(sub) <= len(best.Subcommand())) {
+			continue
+		}
+		i := 0
+		for _, w := range rest {
+			if i < len(sub) && w == sub[i] {
+				i++
+			}
+		}
+		if i == len(sub) {
+			best = r
+		}
+	}
+	return best
+}
+
+// decideCall decides words (tool key first) as the server would decide the
 // matching tool call: every allow rule whose subcommand starts the command
 // line is a candidate (a bare or shorter rule takes the rest as flags and
 // positional arguments), the words become that rule's call parameters, and
 // policy.Evaluate decides. Allowed when any candidate allows (the longest
 // such rule is named); else the longest candidate's denial.
-func (c *checker) decide(words []string) verdict {
+func (c *checker) decideCall(words []string) verdict {
 	tool, rest := words[0], words[1:]
 	if !slices.Contains(c.pol.Tools(), tool) {
 		// Every word as the subcommand: the denial quotes the line as typed.
@@ -205,7 +288,7 @@ func (c *checker) decide(words []string) verdict {
 	sub := noRuleSubcommand(c.pol.ToolRules(tool), rest)
 	m := policy.ReadWords(policy.WordsSource{Tool: tool, Subcommand: sub, Helps: c.helps}, rest[len(sub):])
 	d := c.pol.Evaluate(m.Call)
-	return verdict{words: words, d: d, notes: m.Notes}
+	return verdict{words: words, d: d, notes: m.Notes, missing: sub}
 }
 
 // noRuleSubcommand picks the subcommand a line no rule matches is refused

@@ -53,7 +53,25 @@ func denial(command, reason, rule, allowed string) string {
 	if allowed != "" {
 		text += "Allowed flags for '" + rule + "': " + allowed + "\n"
 	}
-	return text + "\nTo request this capability, call the 'wraptool_request_capability' tool.\n"
+	return text + "\n" + nextStep(command, reason) + "\n"
+}
+
+// nextStep is the operator's next step check ends a denial with, by the
+// kind of reason.
+func nextStep(command, reason string) string {
+	tool, _, _ := strings.Cut(command, " ")
+	const review = "Next step: if the assistant asked for this, approve its request (wraptool requests list); else "
+	switch {
+	case strings.HasPrefix(reason, "tool "):
+		return "Next step: add the tool with 'wraptool config add " + tool + "', then an allow rule for it."
+	case strings.Contains(reason, " is denied for "):
+		return "Next step: a deny rule in tools." + tool + " refuses this on purpose; change it only if this should run."
+	case strings.HasSuffix(reason, " is not in the allowlist") && !strings.HasPrefix(reason, "flag "):
+		return review + "add an allow rule for " + strings.TrimSuffix(reason, " is not in the allowlist") + " to tools." + tool + ".allow."
+	case strings.HasPrefix(reason, "no rule matches; the closest is "):
+		return review + "add an allow rule for '" + tool + "' to tools." + tool + ".allow."
+	}
+	return review + "change the rule in tools." + tool + ".allow."
 }
 
 func TestCheckDecidesAsThePolicyDoes(t *testing.T) {
@@ -317,6 +335,24 @@ func TestCheckDecidesAsThePolicyDoes(t *testing.T) {
 			wantStdout: denial("git rebase main", "'git rebase' is not in the allowlist", "", ""),
 		},
 		{
+			name:       "options before the subcommand name the rule that came closest",
+			words:      []string{"git", "-c", "core.pager=sh", "log"},
+			wantCode:   exitDenied,
+			wantStdout: denial("git -c core.pager=sh log", "no rule matches; the closest is 'git log', whose subcommand must come first (no rule allows '-c' before it)", "", ""),
+		},
+		{
+			name:       "a hostile word before the subcommand is Go-quoted in the closest-rule reason",
+			words:      []string{"git", "-\x1b]0;pwned\a\n", "log"},
+			wantCode:   exitDenied,
+			wantStdout: denial(`git "-\x1b]0;pwned\a\n" log`, `no rule matches; the closest is 'git log', whose subcommand must come first (no rule allows "-\x1b]0;pwned\a\n" before it)`, "", ""),
+		},
+		{
+			name:       "an unknown hostile tool is Go-quoted in the next step",
+			words:      []string{"kube\x1b[2J"},
+			wantCode:   exitDenied,
+			wantStdout: "DENIED: '\"kube\\x1b[2J\"' is not permitted.\n\nPolicy: tool \"kube\\x1b[2J\" is not configured.\n\nNext step: add the tool with 'wraptool config add \"kube\\x1b[2J\"', then an allow rule for it.\n",
+		},
+		{
 			name:       "an unknown tool is refused",
 			words:      []string{"kubectl", "get", "pods", "-o", "yaml"},
 			wantCode:   exitDenied,
@@ -568,7 +604,7 @@ func TestCheckTestsFile(t *testing.T) {
 			"  DENIED: 'git push --force origin main' is not permitted.\n\n" +
 			"  Policy: flag '--force' is not in the allowlist for 'git push'.\n" +
 			"  Allowed flags for 'git push': --set-upstream\n\n" +
-			"  To request this capability, call the 'wraptool_request_capability' tool.\n" +
+			"  Next step: if the assistant asked for this, approve its request (wraptool requests list); else change the rule in tools.git.allow.\n" +
 			file("mismatch.yaml") + ":5: git status: want deny, got allow\n" +
 			"  allowed by git_status: " + f.dir + "/bin/git status\n" +
 			"FAIL: 2 of 3 tests in " + file("mismatch.yaml") + " do not match\n"

@@ -30,7 +30,7 @@ func (a *app) configCommand() *ff.Command {
 	}
 	var binaryArg string
 	addFlags := ff.NewFlagSet("add").SetParent(a.flags)
-	addFlags.StringVar(&binaryArg, 0, "binary", "", "the executable to wrap (else TOOL looked up on PATH)")
+	stringFlag(addFlags, &binaryArg, "binary", "", "PATH", "the executable to wrap (else TOOL looked up on PATH)")
 	add := &ff.Command{
 		Name:      "add",
 		Usage:     "wraptool config add TOOL [--binary PATH]",

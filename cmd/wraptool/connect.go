@@ -18,7 +18,7 @@ import (
 func (a *app) connectCommand() *ff.Command {
 	var tokenFile string
 	fs := ff.NewFlagSet("connect").SetParent(a.flags)
-	fs.StringVar(&tokenFile, 0, "token-file", "", "send the token in this file instead of mcp.auth_token_file: an mcp.elicit_clients token, so the client is asked to approve")
+	stringFlag(fs, &tokenFile, "token-file", "", "PATH", "send the token in this file instead of mcp.auth_token_file: an mcp.elicit_clients token, so the client is asked to approve")
 	return &ff.Command{
 		Name:      "connect",
 		Usage:     "wraptool connect [--token-file PATH]",

@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/actors"
 	"github.com/wraptool/wraptool/messages"
+	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
 	"github.com/wraptool/wraptool/webui/metrics"
@@ -22,7 +25,11 @@ const scrapeWait = 2 * time.Second
 // callMetrics counts every tools/call by tool and decision and times it,
 // from the call's arrival to its answer: "denied" for a policy refusal
 // (the denial text), "error" for any other tool or protocol error, else
-// "allowed" (a run that exited non-zero was still allowed).
+// "allowed" (a run that exited non-zero was still allowed). It also turns
+// the SDK's protocol error for a tool that is not exposed into a tool error
+// saying what to do (unknownToolResult): an assistant reads tool errors,
+// while a protocol error often reaches it as a bare failure. Metrics and
+// this answer share the one place every call passes.
 func callMetrics(m *metrics.Metrics) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -39,6 +46,7 @@ func callMetrics(m *metrics.Metrics) mcp.Middleware {
 				// The name is the client's, not a tool's: one series per
 				// made-up name would grow /metrics without bound, and the
 				// name's bytes would reach the scrape as sent.
+				res, err = unknownToolResult(tool), nil
 				tool = unknownToolLabel
 			}
 			m.Call(tool, callDecision(res, err), time.Since(start))
@@ -57,6 +65,32 @@ const unknownToolLabel = "(unknown)"
 func unknownTool(err error) bool {
 	var rpc *jsonrpc.Error
 	return errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(rpc.Message, "unknown tool")
+}
+
+// maxUnknownName bounds how much of a made-up tool name the answer repeats:
+// the name is the client's, and echoing megabytes back helps no one.
+const maxUnknownName = 200
+
+// unknownToolResult is the answer to a call of a tool that is not exposed:
+// a tool error naming the tools that help (discover what is allowed,
+// request what is not). The name is quoted as denials quote a token
+// (Go-quoted when it holds a character that could fake a line), cut to
+// maxUnknownName bytes on a character boundary with its length after it,
+// so it cannot add lines or grow the answer.
+func unknownToolResult(name string) *mcp.CallToolResult {
+	shown := name
+	cut := ""
+	if len(shown) > maxUnknownName {
+		n := maxUnknownName
+		for n > 0 && !utf8.RuneStart(shown[n]) {
+			n--
+		}
+		shown, cut = shown[:n], "…("+strconv.Itoa(len(name))+" bytes)"
+	}
+	text := "UNKNOWN TOOL: " + policy.Quote(shown) + cut + " is not a tool this server exposes.\n\n" +
+		"To see the tools you can call and what each allows, call the 'wraptool_discover' tool.\n" +
+		"To ask the operator for a capability no tool gives, call the 'wraptool_request_capability' tool."
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
 // callDecision names a call's outcome for the metrics.

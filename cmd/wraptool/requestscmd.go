@@ -40,7 +40,7 @@ func (a *app) requestsCommand() *ff.Command {
 		reason     string
 	)
 	listFlags := ff.NewFlagSet("list").SetParent(a.flags)
-	listFlags.StringVar(&status, 0, "status", "pending", "pending, approved, denied or all")
+	stringFlag(listFlags, &status, "status", "pending", "STATUS", "pending, approved, denied or all")
 	listFlags.BoolVar(&asJSON, 0, "json", "one JSON object per line: each request folded with its decision")
 	listFlags.BoolVar(&wide, 0, "wide", "print each rationale whole (escaped), not cut to the terminal's width")
 	approveFlags := ff.NewFlagSet("approve").SetParent(a.flags)
@@ -48,9 +48,9 @@ func (a *app) requestsCommand() *ff.Command {
 	approveFlags.BoolVar(&yes, 0, "yes", "do not ask for confirmation")
 	approveFlags.BoolVar(&unlistedOK, 0, "unlisted-ok", "approve flags the subcommand's help does not list, spelled exactly")
 	approveFlags.BoolVar(&once, 0, "once", "allow one call, within 24h, without changing the config")
-	approveFlags.StringVar(&forArg, 0, "for", "", "allow calls for this long (a Go duration, at most 168h), without changing the config")
+	stringFlag(approveFlags, &forArg, "for", "", "DURATION", "allow calls for this long (a Go duration, at most 168h), without changing the config")
 	denyFlags := ff.NewFlagSet("deny").SetParent(a.flags)
-	denyFlags.StringVar(&reason, 0, "reason", "", "why, for the assistant (it reads it back with wraptool_request_status)")
+	stringFlag(denyFlags, &reason, "reason", "", "TEXT", "why, for the assistant (it reads it back with wraptool_request_status)")
 
 	list := &ff.Command{
 		Name: "list", Usage: "wraptool requests list [--status pending|approved|denied|all] [--wide] [--json]",

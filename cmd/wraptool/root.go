@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/peterbourgon/ff/v4"
 	"github.com/peterbourgon/ff/v4/ffhelp"
+	"github.com/peterbourgon/ff/v4/ffval"
 
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/toolset/runner"
@@ -26,6 +28,8 @@ type app struct {
 	configArg string
 	levelArg  string
 	formatArg string
+	// versionArg is --version, which is the version command.
+	versionArg bool
 
 	// level is the live log level; levelPinned is true when --log-level or
 	// WRAPTOOL_LOG_LEVEL set it, so mcp.log_level must not override it.
@@ -96,15 +100,16 @@ func (a *app) exec(ctx context.Context, args []string) error {
 func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, level: new(slog.LevelVar), hooks: defaultHooks()}
 	a.flags = ff.NewFlagSet("wraptool")
-	a.flags.StringVar(&a.configArg, 0, "config", "", "config file (else $WRAPTOOL_CONFIG, else ~/.config/wraptool/config.yaml)")
-	a.flags.StringVar(&a.levelArg, 0, "log-level", "", "debug, info, warn or error (else $WRAPTOOL_LOG_LEVEL, else mcp.log_level, else info)")
-	a.flags.StringVar(&a.formatArg, 0, "log-format", "", "text or json (else $WRAPTOOL_LOG_FORMAT, else text)")
+	stringFlag(a.flags, &a.configArg, "config", "", "PATH", "config file (else $WRAPTOOL_CONFIG, else ~/.config/wraptool/config.yaml)")
+	stringFlag(a.flags, &a.levelArg, "log-level", "", "LEVEL", "debug, info, warn or error (else $WRAPTOOL_LOG_LEVEL, else mcp.log_level, else info)")
+	stringFlag(a.flags, &a.formatArg, "log-format", "", "FORMAT", "text or json (else $WRAPTOOL_LOG_FORMAT, else text)")
+	a.flags.BoolVar(&a.versionArg, 0, "version", "print the version (as the version command does)")
 	a.root = &ff.Command{
 		Name:      "wraptool",
 		Usage:     "wraptool [--config PATH] [--log-level LEVEL] [--log-format text|json] COMMAND",
 		ShortHelp: "run commands for AI assistants with credentials they never see",
 		Flags:     a.flags,
-		Exec:      unknownCommand,
+		Exec:      a.unknownCommand,
 	}
 	a.root.Subcommands = []*ff.Command{
 		a.serveCommand(),
@@ -114,15 +119,109 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 		a.checkCommand(),
 		a.connectCommand(),
 		a.versionCommand(),
+		a.helpCommand(),
 	}
 	return a
 }
 
-func unknownCommand(_ context.Context, args []string) error {
+// helpCommand prints the help of the command named (`wraptool help
+// requests approve`), or wraptool's own.
+func (a *app) helpCommand() *ff.Command {
+	return &ff.Command{
+		Name:      "help",
+		Usage:     "wraptool help [COMMAND [SUBCOMMAND]]",
+		ShortHelp: "print the help of wraptool or of a command",
+		LongHelp:  "Example:\n  wraptool help requests approve",
+		Flags:     ff.NewFlagSet("help").SetParent(a.flags),
+		Exec: func(_ context.Context, args []string) error {
+			cmd := a.root
+			for _, name := range args {
+				next := findCommand(cmd.Subcommands, name)
+				if next == nil {
+					return usageErrorf("help: unknown command %q%s", name, didYouMean(cmd.Subcommands, name))
+				}
+				cmd = next
+			}
+			// A fresh copy of the command's public fields: ffhelp shows the
+			// selected subcommand's help, which for wraptool is help itself.
+			shown := &ff.Command{Name: cmd.Name, Usage: cmd.Usage, ShortHelp: cmd.ShortHelp, LongHelp: cmd.LongHelp,
+				Flags: cmd.Flags, Subcommands: cmd.Subcommands}
+			_, err := fmt.Fprintf(a.stdout, "%s\n", ffhelp.Command(shown))
+			return err
+		},
+	}
+}
+
+func findCommand(cmds []*ff.Command, name string) *ff.Command {
+	for _, c := range cmds {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// didYouMean suggests the command closest to a mistyped name (at most two
+// edits away, or a prefix), as " (did you mean \"requests\"?)"; "" when
+// none is close. The name is the operator's own typing, quoted with %q so
+// nothing in it reaches the terminal raw.
+func didYouMean(cmds []*ff.Command, name string) string {
+	best, bestDist := "", 3
+	for _, c := range cmds {
+		d := editDistance(name, c.Name)
+		if len(name) >= 2 && strings.HasPrefix(c.Name, name) {
+			d = min(d, 1)
+		}
+		if d < bestDist {
+			best, bestDist = c.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Damerau–Levenshtein distance (adjacent swaps count
+// one, so "requets" is one from "requests"), bounded to short inputs.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range rb {
+		d[0][j+1] = j + 1
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// unknownCommand runs when no subcommand matched: --version, else a
+// usage error naming the command that came closest.
+func (a *app) unknownCommand(_ context.Context, args []string) error {
+	if a.versionArg && len(args) == 0 {
+		return a.printVersion()
+	}
 	if len(args) == 0 {
 		return usageErrorf("missing command")
 	}
-	return usageErrorf("unknown command %q", args[0])
+	return usageErrorf("unknown command %q%s", args[0], didYouMean(a.root.Subcommands, args[0]))
 }
 
 // setup fills the global flags not given on the command line from their
@@ -217,4 +316,21 @@ func parseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+}
+
+// unknownCommand is the Exec of a command group (config, requests) given no
+// subcommand it knows.
+func unknownCommand(_ context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageErrorf("missing command")
+	}
+	return usageErrorf("unknown command %q", args[0])
+}
+
+// stringFlag is FlagSet.StringVar with a placeholder that says what the
+// flag takes (--for DURATION), where ff would print its type (STRING).
+func stringFlag(fs *ff.FlagSet, p *string, name, def, placeholder, usage string) {
+	if _, err := fs.AddFlag(ff.FlagConfig{LongName: name, Value: ffval.NewValueDefault(p, def), Placeholder: placeholder, Usage: usage}); err != nil {
+		panic(err) // a duplicate name: a programming error, caught by every test
+	}
 }

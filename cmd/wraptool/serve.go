@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	oklogrun "github.com/oklog/run"
@@ -298,9 +299,15 @@ func stdioCommand(exe string, getenv func(string) string) (command, note string)
 		"(this wraptool was built by `go run` in a temporary folder; run `go install ./cmd/wraptool` first, so the command below exists)"
 }
 
-// builtByGoRun reports whether exe sits in a go-build folder under the
-// temporary directory ($GOTMPDIR, else $TMPDIR, else /tmp).
+// builtByGoRun reports whether exe is a build `go run` made: in a go-build
+// folder under the temporary directory ($GOTMPDIR, else $TMPDIR, else
+// /tmp), or, since Go 1.24 caches `go run` binaries, in the build cache
+// ($GOCACHE, else the user cache folder's go-build), whose cleaner removes
+// it. A cached binary sits at CACHE/xx/<hash>-d/NAME; that shape is
+// recognised wherever the cache is, since `go env -w GOCACHE=…` sets it
+// without the environment showing it.
 func builtByGoRun(exe string, getenv func(string) string) bool {
+	exe = filepath.Clean(exe)
 	var tmp []string
 	for _, v := range []string{getenv("GOTMPDIR"), getenv("TMPDIR"), os.TempDir(), "/tmp"} {
 		if v != "" {
@@ -313,7 +320,37 @@ func builtByGoRun(exe string, getenv func(string) string) bool {
 			return true
 		}
 	}
-	return false
+	for _, cache := range goBuildCaches(getenv) {
+		if rel, err := filepath.Rel(cache, exe); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			return true
+		}
+	}
+	entry := filepath.Dir(exe)
+	return cachedRunEntry.MatchString(filepath.Base(entry)) && cacheShard.MatchString(filepath.Base(filepath.Dir(entry)))
+}
+
+// cachedRunEntry and cacheShard are the two folders above a binary the go
+// command cached for `go run`: CACHE/xx/<sha256 hex>-d/NAME.
+var (
+	cachedRunEntry = regexp.MustCompile(`^[0-9a-f]{64}-d$`)
+	cacheShard     = regexp.MustCompile(`^[0-9a-f]{2}$`)
+)
+
+// goBuildCaches lists where the go command's build cache may be: $GOCACHE
+// (unless "off"), else the user cache folder's go-build ($XDG_CACHE_HOME,
+// ~/.cache, or ~/Library/Caches on macOS).
+func goBuildCaches(getenv func(string) string) []string {
+	if c := getenv("GOCACHE"); c != "" && c != "off" && filepath.IsAbs(c) {
+		return []string{filepath.Clean(c)}
+	}
+	var out []string
+	if x := getenv("XDG_CACHE_HOME"); x != "" && filepath.IsAbs(x) {
+		out = append(out, filepath.Join(x, "go-build"))
+	}
+	if home := getenv("HOME"); home != "" && filepath.IsAbs(home) {
+		out = append(out, filepath.Join(home, ".cache", "go-build"), filepath.Join(home, "Library", "Caches", "go-build"))
+	}
+	return out
 }
 
 func printJSON(w io.Writer, title string, v any) error {

@@ -19,11 +19,14 @@ func (a *app) versionCommand() *ff.Command {
 		Usage:     "wraptool version",
 		ShortHelp: "print the version",
 		Flags:     ff.NewFlagSet("version").SetParent(a.flags),
-		Exec: noArgs("version", func(context.Context) error {
-			_, err := fmt.Fprintf(a.stdout, "wraptool %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			return err
-		}),
+		Exec:      noArgs("version", func(context.Context) error { return a.printVersion() }),
 	}
+}
+
+// printVersion prints the version line of `version` and `--version`.
+func (a *app) printVersion() error {
+	_, err := fmt.Fprintf(a.stdout, "wraptool %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return err
 }
 
 func buildVersion() string {

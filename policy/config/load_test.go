@@ -339,3 +339,46 @@ func TestLoadAuditLog(t *testing.T) {
 		})
 	}
 }
+
+// A YAML syntax error names the line that is wrong (yaml.v3 names the line
+// its enclosing block began on: a mis-indented key in a list's third item
+// was reported at the list's first line) and the field path before it, in
+// the file:line: path: message form of every config error. The texts are
+// real broken configs, as an operator's editor leaves them.
+func TestYAMLSyntaxErrorsNameTheWrongLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, yaml string
+		line       int
+		path, msg  string
+	}{
+		{"a key indented one space short in a list item",
+			"mcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: /usr/bin/git\n    allow:\n      - subcommand: [status]\n      - subcommand: [log]\n       flags: [--oneline]\n",
+			9, "tools.git.allow[1].subcommand", "did not find expected '-' indicator"},
+		{"an unclosed flow list", "tools:\n  git:\n    allow:\n      - subcommand: [status\n      - subcommand: [log]\n",
+			4, "tools.git.allow", "did not find expected ',' or ']'"},
+		{"an unterminated quoted string", "tools:\n  git:\n    allow:\n      - subcommand: [status]\n    binary: \"/usr/bin/git\n",
+			5, "tools.git.allow[0].subcommand", "found unexpected end of stream"},
+		{"a key dedented out of its mapping", "tools:\n  git:\n  allow:\n    - subcommand: [x]\n   binary: y\n",
+			5, "tools.allow[0].subcommand", "did not find expected key"},
+		{"a tab as indentation", "tools:\n\tgit: {}\n", 2, "tools", "found character that cannot start any token"},
+		{"an error on the first line has no path before it", "tools: [\n", 1, "", "did not find expected node content"},
+		{"a hostile key before the error is a path, not raw bytes", "tools:\n  \"g\\e[2J\":\n    allow:\n      - subcommand: [a]\n     x: [\n",
+			5, `tools["g\x1b[2J"].allow[0].subcommand`, "did not find expected key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseDocument("config.yaml", []byte(tc.yaml))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want a *Error", err)
+			}
+			if e.Line != tc.line || e.Path != tc.path || !strings.HasSuffix(e.Msg, tc.msg) {
+				t.Errorf("got line %d, path %q, msg %q; want line %d, path %q, msg ending %q", e.Line, e.Path, e.Msg, tc.line, tc.path, tc.msg)
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("%v does not unwrap to ErrInvalid", err)
+			}
+		})
+	}
+}

@@ -25,6 +25,12 @@ const (
 	// TokensOptional accepts a missing token file without creating it:
 	// `config validate` touches nothing, and serve would create it.
 	TokensOptional
+	// TokensReload is TokensCreate for a reload of a running server: a
+	// missing admin or elicitation client token file is created (enabling
+	// admin: while running works as at start-up), but a missing MCP token
+	// file stays an error, since creating it would change the token every
+	// connected client holds without a word.
+	TokensReload
 )
 
 // Introspect learns the wrapped tools' own help for a load (see package
@@ -87,7 +93,8 @@ type Loaded struct {
 	// files, env files and overrides files. A reload whose files hash the
 	// same changes nothing.
 	Hash string
-	// Created lists the token files this load created (TokensCreate).
+	// Created lists the token files this load created (TokensCreate,
+	// TokensReload).
 	Created []string
 	// Warnings are what `config validate` and the server report about a
 	// valid config (see Config.Warnings).
@@ -195,10 +202,11 @@ func (l *Loaded) tokens(ctx context.Context, mode TokenMode) error {
 		}
 		tok, err := c.readToken(t.file)
 		if errors.Is(err, fs.ErrNotExist) {
-			switch mode {
-			case TokensOptional:
+			create := mode == TokensCreate || (mode == TokensReload && t.into != &l.MCPToken)
+			switch {
+			case mode == TokensOptional:
 				continue
-			case TokensCreate:
+			case create:
 				if err := ctx.Err(); err != nil {
 					return err
 				}

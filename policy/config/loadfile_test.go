@@ -148,6 +148,27 @@ func TestLoadFileTokenModes(t *testing.T) {
 			t.Errorf("the MCP token is an elicitation token")
 		}
 	})
+	t.Run("a running server's reload refuses a missing MCP token, never replacing it", func(t *testing.T) {
+		t.Parallel()
+		path, tok := missing(t)
+		_, err := LoadFile(t.Context(), path, &LoadOptions{Tokens: TokensReload, Paths: &Options{Home: filepath.Dir(path)}})
+		if e := asConfigError(t, err); e.Path != "mcp.auth_token_file" {
+			t.Errorf("got %v", err)
+		}
+		if _, err := os.Stat(tok); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the reload created the MCP token %s (%v)", tok, err)
+		}
+	})
+	t.Run("a running server's reload creates a new admin token file, as start-up does", func(t *testing.T) {
+		t.Parallel()
+		path, dir := loadFixture(t)
+		admin := filepath.Join(dir, "new", "admin-token")
+		configtest.WriteFile(t, path, string(configtest.ReadFile(t, path))+"admin:\n  listen: 127.0.0.1:0\n  auth_token_file: "+admin+"\n", 0o600)
+		l := load(t, path, &LoadOptions{Tokens: TokensReload})
+		if got := strings.TrimSpace(string(configtest.ReadFile(t, admin))); !slices.Equal(l.Created, []string{admin}) || got != l.AdminToken || len(got) != 64 {
+			t.Errorf("Created %q, admin token %q, in the file %q", l.Created, l.AdminToken, got)
+		}
+	})
 	t.Run("validate accepts it missing and creates nothing", func(t *testing.T) {
 		t.Parallel()
 		path, tok := missing(t)

@@ -53,7 +53,7 @@ func TestValidateRejects(t *testing.T) {
 		{"a second YAML document is refused", base + "---\nmcp: {}\n",
 			3, "", "only one YAML document is allowed"},
 		{"a YAML syntax error keeps its line", base + "tools:\n  git: [\n",
-			4, "", "did not find expected node content"},
+			4, "tools", "did not find expected node content"},
 		{"a non-mapping document is refused", "- a\n- b\n",
 			1, "", "the config must be a mapping"},
 
