@@ -29,11 +29,10 @@ const (
 )
 
 // addTool is `config add TOOL [--binary PATH]`: checks first (name,
-// binary, the config loads), so a refusal runs nothing; then the tool's
-// help is read and the tool written with its catalog as comments. For a
-// tool already in the config, the catalog is written (or written anew) as
-// comments under its rules instead, which stay as they are. A config
-// scaffolded for the run is removed again when the run is refused.
+// binary, the config loads and has no such tool), so a refusal runs
+// nothing; then the tool's help is read and the tool written with its
+// catalog as comments. A config scaffolded for the run is removed again
+// when the run is refused.
 func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err error) {
 	if len(args) != 1 {
 		return usageErrorf("config add takes one TOOL, got %d arguments", len(args))
@@ -69,23 +68,18 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err
 	if err != nil {
 		return err
 	}
-	binary, existing, err := config.ExistingTool(path, data, name, a.configOptions())
+	// An existing tool is the likelier mistake: say so before anything
+	// about its binary.
+	if err := config.CheckNewTool(path, data, name, a.configOptions()); err != nil {
+		return err
+	}
+	binary, err := a.toolBinary(name, binaryArg)
 	if err != nil {
 		return err
 	}
-	nt := config.NewTool{Name: name}
-	if existing {
-		if err := a.existingBinary(name, binary, binaryArg); err != nil {
-			return err
-		}
-	} else {
-		if binary, err = a.toolBinary(name, binaryArg); err != nil {
-			return err
-		}
-		nt.Binary = binary
-		if _, _, err := config.PlanAddTool(path, data, nt, a.configOptions()); err != nil {
-			return err
-		}
+	nt := config.NewTool{Name: name, Binary: binary}
+	if _, _, err := config.PlanAddTool(path, data, nt, a.configOptions()); err != nil {
+		return err
 	}
 
 	sandbox, err := a.helpRunSandbox(ctx, path, binary)
@@ -106,13 +100,7 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err
 	nt.Catalog = catalogRules(name, tree)
 	bare := len(nt.Catalog) == 1 && len(nt.Catalog[0].Subcommand) == 0
 
-	var n int
-	var replaced bool
-	if existing {
-		n, replaced, err = edit.AddCatalog(path, name, nt.Catalog, a.configOptions())
-	} else {
-		n, err = edit.AddTool(path, nt, a.configOptions())
-	}
+	n, err := edit.AddTool(path, nt, a.configOptions())
 	if err != nil {
 		return err
 	}
@@ -124,35 +112,8 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err
 	if bare && n == 1 {
 		listed = fmt.Sprintf("no subcommands; the tool itself listed as one commented rule with its %d flags", len(nt.Catalog[0].Flags))
 	}
-	switch {
-	case !existing:
-		_, err = fmt.Fprintf(a.stdout, "added tool %s (%s): %s\n", name, binary, listed)
-	case replaced:
-		_, err = fmt.Fprintf(a.stdout, "tool %s (%s) is in the config: its rules are kept as they are, its catalog written anew: %s\n", name, binary, listed)
-	default:
-		_, err = fmt.Fprintf(a.stdout, "tool %s (%s) is in the config: its rules are kept as they are, its catalog written under them: %s\n", name, binary, listed)
-	}
+	_, err = fmt.Fprintf(a.stdout, "added tool %s (%s): %s\n", name, binary, listed)
 	return err
-}
-
-// existingBinary checks the binary of a tool already in the config before
-// its help is read: --binary, if given, must name that same file (the
-// config, not config add, says which binary a tool runs).
-func (a *app) existingBinary(name, binary, binaryArg string) error {
-	if binaryArg != "" {
-		abs, err := filepath.Abs(binaryArg)
-		if err != nil {
-			return fmt.Errorf("config add: --binary: %w", err)
-		}
-		if abs != binary {
-			return fmt.Errorf("config add: tool %s is already in the config with binary %s, not %s; "+
-				"change binary there, or leave out --binary to list its catalog", name, binary, abs)
-		}
-	}
-	if err := config.CheckBinary(binary); err != nil {
-		return fmt.Errorf("config add: tools.%s.binary: %w", name, err)
-	}
-	return nil
 }
 
 // catalogRules turns what Explore found into the rules written as

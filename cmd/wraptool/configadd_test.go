@@ -297,8 +297,9 @@ func TestConfigAddRefusesAndLeavesTheFileAlone(t *testing.T) {
 		args []string
 		want []string // substrings of stderr
 	}{
-		{"another binary for a tool in the config", filepath.Dir(bin), []string{"fake", "--binary", bin},
-			[]string{"tool fake is already in the config with binary " + fakecli + ", not " + bin}},
+		{"an existing tool key", filepath.Dir(bin), []string{"fake"}, []string{"tool 'fake' is already in the config", "config.yaml:8"}},
+		{"an existing tool key with another binary", filepath.Dir(bin), []string{"fake", "--binary", bin},
+			[]string{"tool 'fake' is already in the config", "config.yaml:8"}},
 		{"a name outside the token rules", filepath.Dir(bin), []string{"gh.exe"}, []string{`tool name "gh.exe" must match`}},
 		{"a name in wraptool's namespace", filepath.Dir(bin), []string{"WrapToolX"}, []string{`starts with "wraptool"`}},
 		{"a binary that is not executable", filepath.Dir(bin), []string{"x", "--binary", noexec}, []string{noexec + " is not executable"}},

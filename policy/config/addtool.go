@@ -307,6 +307,7 @@ func toolBlock(nt NewTool, ind, step, dash int, eol string) (block string, n int
 		b.WriteString(in + "allow: []" + eol)
 		return b.String(), 0
 	}
+	b.WriteString(in + catalogHead(nt.Name) + eol)
 	b.WriteString(in + "allow:" + eol)
 	b.WriteString(rules)
 	return b.String(), n
@@ -316,16 +317,13 @@ func toolBlock(nt NewTool, ind, step, dash int, eol string) (block string, n int
 // included: flag lists and descriptions wrap to stay within it.
 const MaxCatalogLine = 99
 
-// catalogHead and catalogEnd are the catalog's first and last lines:
-// a rerun of config add finds the block between them and writes it anew.
+// catalogHead is the line above the catalog's allow key.
 func catalogHead(name string) string {
 	return "# Uncomment what the assistant may run (from `" + name + " --help`)."
 }
 
-func catalogEnd(name string) string { return "# End of the catalog from `" + name + " --help`." }
-
 // catalogLines writes rules as commented-out allow rules whose dashes are
-// indented by item, between catalogHead and catalogEnd, and returns how
+// indented by item, and returns how
 // many it wrote (none: ""). Each rule, uncommented, allows its subcommand
 // with no flag and no positional argument; a rule with no subcommand is the
 // bare tool. A path holding a token outside the name rules, too long for
@@ -363,7 +361,7 @@ func catalogLines(name string, rules []CatalogRule, item int, eol string) (strin
 	if n == 0 {
 		return "", 0
 	}
-	return ind + catalogHead(name) + eol + b.String() + ind + catalogEnd(name) + eol, n
+	return b.String(), n
 }
 
 // wrapBeside puts words after text as a comment starting at commentColumn
@@ -467,195 +465,4 @@ func yamlString(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
-}
-
-// ExistingTool returns the binary of tools.<name> in the config at path
-// (data), and false when the config has no such tool: `config add` then
-// writes the catalog under that tool's rules (PlanCatalog) rather than a
-// new tool.
-func ExistingTool(path string, data []byte, name string, o *Options) (binary string, ok bool, err error) {
-	if err := CheckToolName(name); err != nil {
-		return "", false, err
-	}
-	c, err := parse(path, data, o, nil)
-	if err != nil {
-		return "", false, fmt.Errorf("cannot add a tool to a config that does not load; fix it first: %w", err)
-	}
-	t, ok := c.Tools[name]
-	if !ok {
-		return "", false, nil
-	}
-	return t.Binary, true, nil
-}
-
-// PlanCatalog writes rules as the catalog of tools.<name>, a tool already
-// in the config at path (data): as comments after its allow list's last
-// item (or under an allow: with no value), so that uncommenting one adds it
-// to that list; subcommands it has a rule for, or denies, are left out. A
-// catalog an earlier run wrote there (the lines from
-// catalogHead to catalogEnd, all comments) is replaced. It returns the new
-// text, how many rules it wrote and whether it replaced a catalog.
-//
-// Only comment lines change: the result is checked to hold the same
-// non-comment lines byte for byte and to load as the same config, so
-// every byte of the rules stays as written whatever the help text said.
-func PlanCatalog(path string, data []byte, name string, rules []CatalogRule, o *Options) (out []byte, n int, replaced bool, err error) {
-	before, err := parse(path, data, o, nil)
-	if err != nil {
-		return nil, 0, false, fmt.Errorf("cannot write a catalog into a config that does not load; fix it first: %w", err)
-	}
-	if _, ok := before.Tools[name]; !ok {
-		return nil, 0, false, fmt.Errorf("tool %s is not in the config", quoteToken(name, false))
-	}
-	refuse := func(err error) error {
-		return &applyError{ErrUnsupportedLayout, fmt.Sprintf(
-			"%s: cannot write %s's catalog into this file's layout in place (%v); `wraptool config add` on a name not "+
-				"in the config prints it into a config of its own", path, name, err)}
-	}
-	// A subcommand the tool has a rule for, or denies, is left out:
-	// uncommented, it would clash with that rule or not be exposed.
-	t := before.Tools[name]
-	rules = slices.DeleteFunc(slices.Clone(rules), func(r CatalogRule) bool {
-		return slices.ContainsFunc(t.Allow, func(a *policy.AllowRule) bool { return slices.Equal(a.Subcommand, r.Subcommand) }) ||
-			slices.ContainsFunc(t.Deny, func(d *policy.DenyRule) bool { return hasPrefix(r.Subcommand, d.Subcommand) })
-	})
-	out, n, replaced, err = spliceCatalog(data, name, rules)
-	if err != nil {
-		return nil, 0, false, refuse(err)
-	}
-	if n == 0 {
-		return nil, 0, false, fmt.Errorf("no subcommands or flags found in `%s --help`; nothing was written", name)
-	}
-	if len(out) > maxConfigBytes {
-		return nil, 0, false, fmt.Errorf("%s: the config would be %d bytes; at most %d are read", path, len(out), maxConfigBytes)
-	}
-	after, err := parse(path, out, o, nil)
-	if err != nil {
-		return nil, 0, false, refuse(fmt.Errorf("the config with the catalog would be invalid: %w", err))
-	}
-	switch {
-	case !slices.Equal(liveLines(data), liveLines(out)):
-		return nil, 0, false, refuse(errors.New("the edit would change lines that are not comments"))
-	case !reflect.DeepEqual(unseededTools(before), unseededTools(after)), !reflect.DeepEqual(before.MCP, after.MCP),
-		!reflect.DeepEqual(before.Admin, after.Admin), !reflect.DeepEqual(before.MCPServers, after.MCPServers):
-		return nil, 0, false, refuse(errors.New("the edit would change the config"))
-	}
-	return out, n, replaced, nil
-}
-
-// hasPrefix reports whether sub starts with the tokens of prefix.
-func hasPrefix(sub, prefix []string) bool {
-	return len(prefix) <= len(sub) && slices.Equal(sub[:len(prefix)], prefix)
-}
-
-// liveLines are data's lines that are neither blank nor comments.
-func liveLines(data []byte) []string {
-	var out []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// spliceCatalog removes the catalog an earlier run wrote under
-// tools.<name>, if any, and writes rules in its place.
-func spliceCatalog(data []byte, name string, rules []CatalogRule) (out []byte, n int, replaced bool, err error) {
-	defer func() {
-		// A layout the edit misjudges must refuse, never crash.
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("internal error: %v", r)
-		}
-	}()
-	if oddBreak.Match(data) {
-		return nil, 0, false, errors.New("the file breaks lines with characters other than LF and CRLF")
-	}
-	data, replaced, err = removeCatalog(data, name)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	root, err := parseDocument("", data)
-	if err != nil {
-		return nil, 0, false, fmt.Errorf("cannot parse: %v", err)
-	}
-	_, tools := lookup(root, "tools")
-	toolKey, tn := lookup(tools, name)
-	if tn == nil || tn.Kind != yaml.MappingNode || tn.Style&yaml.FlowStyle != 0 {
-		return nil, 0, false, fmt.Errorf("tools.%s is not a block mapping", name)
-	}
-	s := newSource(data)
-	allowKey, allow := lookup(tn, "allow")
-	var edits []edit
-	switch {
-	case allowKey == nil:
-		return nil, 0, false, fmt.Errorf("tools.%s has no allow: to write the catalog under", name)
-	case allow.Kind == yaml.SequenceNode && allow.Style&yaml.FlowStyle == 0 && len(allow.Content) > 0:
-		edits, err = s.appendBlock(allowKey, allow, func(dash, _ int, eol string) string {
-			var text string
-			text, n = catalogLines(name, rules, dash, eol)
-			return text
-		})
-		if err != nil {
-			return nil, 0, false, err
-		}
-	case isNull(allow):
-		// Only "allow:" and perhaps a comment on its line: the rules go
-		// under it, where uncommenting one starts the list.
-		colon, err := s.keyColonEnd(allowKey)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		l := allowKey.Line - 1
-		if rest := strings.TrimSpace(string(s.b[colon:s.next(l)])); rest != "" && !strings.HasPrefix(rest, "#") {
-			return nil, 0, false, fmt.Errorf("line %d: allow is written as %q, not left empty", allowKey.Line, rest)
-		}
-		dash, _ := s.newSeqStyle(root, toolKey, tn)
-		eol := s.eol(l)
-		var text string
-		text, n = catalogLines(name, rules, allowKey.Column-1+dash, eol)
-		edits = []edit{s.insertLines(l, text, eol)}
-	default:
-		return nil, 0, false, fmt.Errorf("line %d: tools.%s.allow is not a block list or empty", allowKey.Line, name)
-	}
-	if n == 0 {
-		return nil, 0, replaced, nil
-	}
-	return splice(data, edits), n, replaced, nil
-}
-
-// removeCatalog deletes the lines of tools.<name>'s catalog: from a line
-// reading catalogHead to the next reading catalogEnd, both inside the
-// tool's entry, every line between them a comment or blank. A head
-// without its end is refused rather than guessed at.
-func removeCatalog(data []byte, name string) ([]byte, bool, error) {
-	root, err := parseDocument("", data)
-	if err != nil {
-		return nil, false, fmt.Errorf("cannot parse: %v", err)
-	}
-	_, tools := lookup(root, "tools")
-	toolKey, tn := lookup(tools, name)
-	if toolKey == nil {
-		return nil, false, fmt.Errorf("tools.%s is not in the file", name)
-	}
-	s := newSource(data)
-	last, err := s.entryEnd(toolKey, tn)
-	if err != nil {
-		return nil, false, err
-	}
-	for l := toolKey.Line; l <= last; l++ {
-		if strings.TrimSpace(s.text(l)) != catalogHead(name) {
-			continue
-		}
-		for e := l + 1; e <= last; e++ {
-			switch t := strings.TrimSpace(s.text(e)); {
-			case t == catalogEnd(name):
-				return splice(data, []edit{{at: s.lines[l], del: s.next(e) - s.lines[l]}}), true, nil
-			case t != "" && !strings.HasPrefix(t, "#"):
-				return nil, false, fmt.Errorf("line %d: the catalog written there is cut by line %d; delete it by hand", l+1, e+1)
-			}
-		}
-		return nil, false, fmt.Errorf("line %d: the catalog written there has no line %q; delete it by hand", l+1, catalogEnd(name))
-	}
-	return data, false, nil
 }

@@ -31,20 +31,3 @@ func AddTool(path string, nt config.NewTool, o *config.Options) (int, error) {
 	}
 	return n, nil
 }
-
-// AddCatalog writes rules as the catalog of tools.<name>, a tool already in
-// the config at path, as comments under its rules (config.PlanCatalog),
-// replacing the catalog an earlier run wrote there. It returns how many
-// rules it wrote and whether it replaced a catalog. Only comment lines
-// change; a refusal or failure leaves the file untouched.
-func AddCatalog(path, name string, rules []config.CatalogRule, o *config.Options) (n int, replaced bool, err error) {
-	err = editConfig(path, func(data []byte) ([]byte, error) {
-		out, k, r, err := config.PlanCatalog(path, data, name, rules, o)
-		n, replaced = k, r
-		return out, err
-	}, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	return n, replaced, nil
-}
