@@ -141,4 +141,3 @@ func TestPositionalWarnings(t *testing.T) {
 		})
 	}
 }
-
