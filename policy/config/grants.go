@@ -59,12 +59,8 @@ func (l *Loaded) OverlayWith(helps policy.Helps, timed, once []GrantSpec) *Overl
 		return o
 	}
 	c := l.Config
-	abs, err := filepath.Abs(c.File)
-	if err != nil {
-		abs = c.File
-	}
-	base, ok := c.fileSet().read[abs]
-	if !ok || base.err != nil {
+	base, ok := l.configBytes()
+	if !ok {
 		for _, g := range append(append([]GrantSpec{}, timed...), once...) {
 			o.Dormant[g.ID] = errNoConfigBytes
 		}
@@ -144,12 +140,8 @@ func (l *Loaded) LearnWith(ctx context.Context, in Introspect, specs []GrantSpec
 		return l.Helps, nil
 	}
 	c := l.Config
-	abs, err := filepath.Abs(c.File)
-	if err != nil {
-		abs = c.File
-	}
-	base, ok := c.fileSet().read[abs]
-	if !ok || base.err != nil {
+	base, ok := l.configBytes()
+	if !ok {
 		return l.Helps, nil
 	}
 	data, cfg := base.data, (*Config)(nil)
@@ -246,4 +238,15 @@ func CanonicalPath(path string) string {
 		return real
 	}
 	return abs
+}
+
+// configBytes is the config file as the load read it, the text every merge
+// of a grant starts from; false when the load kept no such bytes.
+func (l *Loaded) configBytes() (fileRead, bool) {
+	abs, err := filepath.Abs(l.Config.File)
+	if err != nil {
+		abs = l.Config.File
+	}
+	base, ok := l.Config.fileSet().read[abs]
+	return base, ok && base.err == nil
 }
