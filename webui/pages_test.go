@@ -837,7 +837,7 @@ func TestThePageRefreshesUntilAnApplyIsInService(t *testing.T) {
 			if w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan[1]}}); w.Code != http.StatusSeeOther {
 				t.Fatalf("confirm: status %d", w.Code)
 			}
-			const refresh = `<meta http-equiv="refresh" content="1">`
+			const refresh = `<body data-refresh="1">`
 			for i := range 2 {
 				page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
 				if !strings.Contains(page, refresh) || !strings.Contains(page, "refreshes until the server has reloaded it") ||
