@@ -39,7 +39,8 @@ func (a *app) checkCommand() *ff.Command {
 			"before it. Grants are not consulted, and the run-time checks on the working\n" +
 			"directory and wraptool's own files are not made. --tests FILE checks a list of\n" +
 			"command lines with their expected decisions (exit 1 on any mismatch), so a\n" +
-			"policy can carry its own tests in CI.",
+			"policy can carry its own tests in CI.\n\n" +
+			"Example:\n  wraptool check -- git push --force origin main",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if testsFile != "" {

@@ -18,7 +18,8 @@ func (a *app) configCommand() *ff.Command {
 		ShortHelp: "check a config; touches nothing",
 		LongHelp: "Loads the config exactly as serve and a reload do (strict keys, defaults,\n" +
 			"every semantic check) and prints the first problem in document order.\n" +
-			"PATH defaults to --config, $WRAPTOOL_CONFIG, then ~/.config/wraptool/config.yaml.",
+			"PATH defaults to --config, $WRAPTOOL_CONFIG, then ~/.config/wraptool/config.yaml.\n\n" +
+			"Example:\n  wraptool config validate ~/.config/wraptool/config.yaml",
 		Flags: validateFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			rest, err := interspersed(validateFlags, args)
@@ -38,7 +39,8 @@ func (a *app) configCommand() *ff.Command {
 		LongHelp: "Adds tools.TOOL with its binary and no allow rules, so nothing new is exposed.\n" +
 			"Its subcommands, read from its help (at most 100 help runs), are written under\n" +
 			"allow: as commented-out rules: uncomment one to allow that subcommand alone.\n" +
-			"Without --binary, TOOL is looked up on PATH and every candidate is listed.",
+			"Without --binary, TOOL is looked up on PATH and every candidate is listed.\n\n" +
+			"Example:\n  wraptool config add gh --binary /usr/bin/gh",
 		Flags: addFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			rest, err := interspersed(addFlags, args)

@@ -28,7 +28,8 @@ func (a *app) connectCommand() *ff.Command {
 			"it checks that the listener belongs to you. It waits up to 5s for a server still starting,\n" +
 			"opens a new session when the server restarts, and exits 0 when stdin ends. With\n" +
 			"--token-file it sends an mcp.elicit_clients token instead, so the client's user is asked\n" +
-			"to approve what the assistant requests.",
+			"to approve what the assistant requests.\n\n" +
+			"Example:\n  wraptool connect --token-file ~/.config/wraptool/claude-token",
 		Flags: fs,
 		Exec:  noArgs("connect", func(ctx context.Context) error { return a.connect(ctx, tokenFile) }),
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+
+	"github.com/peterbourgon/ff/v4"
 	"strings"
 	"testing"
 )
@@ -58,4 +61,27 @@ func TestNoPlaceholderIsAType(t *testing.T) {
 			t.Errorf("%q: %q, want no STRING placeholder", args, stdout)
 		}
 	}
+}
+
+// TestEveryCommandHelpHasAnExample: every command a user runs says what it
+// is for (a description) and shows one example of its use.
+func TestEveryCommandHelpHasAnExample(t *testing.T) {
+	a := newApp(func(string) string { return "" }, io.Discard, io.Discard)
+	var walk func(prefix string, cmds []*ff.Command)
+	walk = func(prefix string, cmds []*ff.Command) {
+		for _, c := range cmds {
+			name := strings.TrimSpace(prefix + " " + c.Name)
+			if len(c.Subcommands) > 0 {
+				walk(name, c.Subcommands)
+				continue
+			}
+			if strings.TrimSpace(c.LongHelp) == "" {
+				t.Errorf("%s --help has no description", name)
+			}
+			if !strings.Contains(c.LongHelp, "Example:\n  wraptool "+name) {
+				t.Errorf("%s --help shows no example (an \"Example:\" line, then `  wraptool %s …`):\n%s", name, name, c.LongHelp)
+			}
+		}
+	}
+	walk("", a.root.Subcommands)
 }

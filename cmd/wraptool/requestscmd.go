@@ -55,7 +55,12 @@ func (a *app) requestsCommand() *ff.Command {
 	list := &ff.Command{
 		Name: "list", Usage: "wraptool requests list [--status pending|approved|denied|all] [--wide] [--json]",
 		ShortHelp: "list capability requests (pending by default)",
-		Flags:     listFlags,
+		LongHelp: "Lists the capability requests in the request log, newest last: id, age, status (with a\n" +
+			"grant's term), tool, subcommand, flags and rationale, escaped so that nothing the\n" +
+			"assistant wrote reaches the terminal raw. The rationale is cut to the terminal's width\n" +
+			"unless --wide; --json prints one folded record per line.\n\n" +
+			"Example:\n  wraptool requests list --status all",
+		Flags: listFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			rest, err := interspersed(listFlags, args)
 			if err != nil {
@@ -75,7 +80,8 @@ func (a *app) requestsCommand() *ff.Command {
 			"(unless --yes), then records the decision. Without --apply, --once or --for that is all it\n" +
 			"does: nothing is allowed until a rule exists. --apply writes the rule into the config; --once\n" +
 			"and --for grant the capability (or the exact call) now, through the request log, without\n" +
-			"touching the config. Flags may come before or after the ID.",
+			"touching the config. Flags may come before or after the ID.\n\n" +
+			"Example:\n  wraptool requests approve req_1a2b3c4d --for 1h",
 		Flags: approveFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			id, err := oneID("approve", approveFlags, args)
@@ -92,7 +98,10 @@ func (a *app) requestsCommand() *ff.Command {
 	deny := &ff.Command{
 		Name: "deny", Usage: "wraptool requests deny ID [--reason TEXT]",
 		ShortHelp: "deny a request; the reason is for the assistant",
-		Flags:     denyFlags,
+		LongHelp: "Records the denial in the request log; the assistant reads the reason back through\n" +
+			"wraptool_request_status, and a call waiting on the request returns with it.\n\n" +
+			"Example:\n  wraptool requests deny req_1a2b3c4d --reason 'use --depth 1 instead'",
+		Flags: denyFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			id, err := oneID("deny", denyFlags, args)
 			if err != nil {

@@ -28,7 +28,8 @@ func (a *app) serveCommand() *ff.Command {
 		ShortHelp: "run the MCP server",
 		LongHelp: "Serves the tools the config allows over MCP (legacy SSE at /sse, Streamable HTTP at\n" +
 			"/mcp) and reloads the config when it changes or on SIGHUP. A missing config is\n" +
-			"scaffolded from the starter, and missing token files it names are created.",
+			"scaffolded from the starter, and missing token files it names are created.\n\n" +
+			"Example:\n  wraptool serve",
 		Flags: ff.NewFlagSet("serve").SetParent(a.flags),
 		Exec:  noArgs("serve", func(ctx context.Context) error { return a.serve(ctx, nil) }),
 	}
@@ -39,8 +40,14 @@ func (a *app) upCommand() *ff.Command {
 		Name:      "up",
 		Usage:     "wraptool up",
 		ShortHelp: "first run: scaffold what is missing, print client set-up, then serve",
-		Flags:     ff.NewFlagSet("up").SetParent(a.flags),
-		Exec:      noArgs("up", func(ctx context.Context) error { return a.serve(ctx, a.printClientSetup) }),
+		LongHelp: "The first command to run: writes the starter config and the token files where they\n" +
+			"are missing, prints how to connect each MCP client (the URL and its bearer token, a stdio\n" +
+			"entry for clients that can only start a command) and the review UI's address, then\n" +
+			"serves as serve does. On a config whose server already runs, it prints the set-up and\n" +
+			"exits.\n\n" +
+			"Example:\n  wraptool up",
+		Flags: ff.NewFlagSet("up").SetParent(a.flags),
+		Exec:  noArgs("up", func(ctx context.Context) error { return a.serve(ctx, a.printClientSetup) }),
 	}
 }
 

@@ -18,6 +18,7 @@ func (a *app) versionCommand() *ff.Command {
 		Name:      "version",
 		Usage:     "wraptool version",
 		ShortHelp: "print the version",
+		LongHelp:  "Prints wraptool's version and the Go it was built with (as --version does).\n\nExample:\n  wraptool version",
 		Flags:     ff.NewFlagSet("version").SetParent(a.flags),
 		Exec:      noArgs("version", func(context.Context) error { return a.printVersion() }),
 	}

@@ -74,7 +74,8 @@ func (a *app) watchCommand() *ff.Command {
 			"only deliberately: type the word unlisted then Enter, read the warning, then press o or h\n" +
 			"(as approve --unlisted-ok --once or --for 1h).\n" +
 			"Keys typed before a request is shown, or in its first second, are ignored. Ctrl-C or Ctrl-D\n" +
-			"ends it. Decisions are recorded with decided_by \"watch\".",
+			"ends it. Decisions are recorded with decided_by \"watch\".\n\n" +
+			"Example:\n  wraptool requests watch",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			rest, err := interspersed(fs, args)
