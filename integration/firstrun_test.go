@@ -5,16 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -60,35 +56,12 @@ func TestUpUnderGoRunCacheNamesTheInstalledBinary(t *testing.T) {
 // (SIGTERM, then kill) and returns its stdout.
 func startProgram(t *testing.T, bin string, env []string, args ...string) *logBuffer {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	stdout, stderr := &logBuffer{}, &logBuffer{}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	stdout, stderr, exited := startBinary(t, bin, env, args...)
+	select {
+	case <-exited:
+		t.Fatalf("%s %q exited:\n%s", bin, args, stderr)
+	default:
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	waittest.Until(t, startTimeout, func() error {
-		select {
-		case <-done:
-			t.Fatalf("%s %q exited:\n%s", bin, args, stderr)
-		default:
-		}
-		if strings.Contains(stderr.String(), `msg="serving MCP"`) {
-			return nil
-		}
-		return fmt.Errorf("%s %q did not serve:\n%s", bin, args, stderr)
-	})
 	return stdout
 }
 

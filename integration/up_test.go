@@ -26,7 +26,14 @@ import (
 // or exits, and stops it (SIGTERM, then kill) when the test ends.
 func startWraptool(t *testing.T, env []string, args ...string) (stdout, stderr *logBuffer, exited <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(wraptoolBin, args...)
+	return startBinary(t, wraptoolBin, env, args...)
+}
+
+// startBinary is startWraptool for the wraptool binary at bin (a copy put
+// elsewhere, say).
+func startBinary(t *testing.T, bin string, env []string, args ...string) (stdout, stderr *logBuffer, exited <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	stdout, stderr = &logBuffer{}, &logBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

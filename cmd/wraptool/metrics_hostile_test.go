@@ -21,21 +21,7 @@ import (
 func TestHostileToolNamesDoNotGrowTheMetrics(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(nil)
-	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "0"}, nil)
-	server.AddReceivingMiddleware(callMetrics(m))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, cs := metricsClient(t, m)
 	const n = 200
 	for i := range n {
 		cs.CallTool(ctx, &mcp.CallToolParams{Name: fmt.Sprintf("made_up_%d\x1b]0;pwned\x07", i)}) // an error: no such tool
@@ -58,4 +44,27 @@ func TestHostileToolNamesDoNotGrowTheMetrics(t *testing.T) {
 	if want := `wraptool_calls_total{decision="error",tool="(unknown)"} 200`; !strings.Contains(string(body), want) {
 		t.Errorf("the scrape has no %s:\n%s", want, body)
 	}
+}
+
+// metricsClient connects an in-memory client to an MCP server with no tools
+// and wraptool's call middleware counting into m, as serve installs it; the
+// context bounds the test's calls.
+func metricsClient(t *testing.T, m *metrics.Metrics) (context.Context, *mcp.ClientSession) {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "0"}, nil)
+	server.AddReceivingMiddleware(callMetrics(m))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ctx, cs
 }

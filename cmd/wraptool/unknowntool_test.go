@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,21 +15,7 @@ import (
 // neither add a line nor grow the answer.
 func TestUnknownToolIsAToolErrorNamingTheNextStep(t *testing.T) {
 	t.Parallel()
-	server := mcp.NewServer(&mcp.Implementation{Name: "wraptool-test", Version: "0"}, nil)
-	server.AddReceivingMiddleware(callMetrics(metrics.New(nil)))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, cs := metricsClient(t, metrics.New(nil))
 	long := strings.Repeat("é", 5000)
 	for _, tc := range []struct {
 		name, tool, shown string
