@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -27,6 +28,8 @@ type PolicyHolder struct {
 	getenv         func(string) string
 	setLevel       func(string)
 	rejected       <-chan messages.ConfigRejected
+	learns         <-chan messages.LearnHelps
+	stopped        chan<- struct{}
 	audit          *AuditSender
 	log            *slog.Logger
 
@@ -35,7 +38,29 @@ type PolicyHolder struct {
 	// dormant are the dormant grants logged, with why, so each is logged
 	// once per reason.
 	dormant map[string]string
+	// wanted are the requested subcommands a screen asked to learn,
+	// oldest first, at most maxWanted. Every learning run learns them with
+	// the grants' (a run's help replaces the last run's, so it must keep
+	// what that one knew), and a reload learns them again, from the cache.
+	wanted []config.GrantSpec
+	// waiting are the LearnHelps not answered yet, at most maxWaiting.
+	waiting []helpWait
 }
+
+// helpWait is one LearnHelps waiting for its specs' help.
+type helpWait struct {
+	specs []config.GrantSpec
+	reply chan<- struct{}
+}
+
+// maxWanted bounds the requested subcommands the holder keeps learning (a
+// request's subcommand is the assistant's choice; the review page shows at
+// most this many pending at once anyway), and maxWaiting the asks it
+// holds: past it, an ask is answered at once with what is known.
+const (
+	maxWanted  = 256
+	maxWaiting = 1024
+)
 
 // PolicyHolderOptions configure a PolicyHolder.
 type PolicyHolderOptions struct {
@@ -60,6 +85,12 @@ type PolicyHolderOptions struct {
 	// Grants brings the grants in force from the grants actor; nil means
 	// no grants.
 	Grants <-chan messages.GrantsChanged
+	// Learns brings the asks to learn the help of requested subcommands
+	// (the review UI's, an elicitation's); nil means none.
+	Learns <-chan messages.LearnHelps
+	// Stopped is closed when Run returns, so no LearnHelps sender waits
+	// on a holder that is gone; nil closes nothing.
+	Stopped chan<- struct{}
 	// ToolsetChanged, WatchSetChanged and UpstreamsChanged (nil for none)
 	// are rung after each swap.
 	ToolsetChanged, WatchSetChanged, UpstreamsChanged messages.Doorbell
@@ -89,7 +120,7 @@ func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
 	if o.Publish == nil {
 		o.Publish = NewPublished()
 	}
-	h := &PolicyHolder{in: o.Loaded, rejected: o.Rejected, cur: o.Publish, audit: o.Audit, grants: o.Grants, dormant: map[string]string{}, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
+	h := &PolicyHolder{in: o.Loaded, rejected: o.Rejected, learns: o.Learns, stopped: o.Stopped, cur: o.Publish, audit: o.Audit, grants: o.Grants, dormant: map[string]string{}, toolsetChanged: o.ToolsetChanged, watchChanged: o.WatchSetChanged, upstreams: o.UpstreamsChanged,
 		shared: o.Shared, getenv: o.Getenv, setLevel: o.SetLevel, log: logger(o.Log, "policy"),
 		listening: listenersOf(o.Initial)}
 	h.cur.cur.Store(o.Initial)
@@ -104,9 +135,14 @@ func NewPolicyHolder(o PolicyHolderOptions) *PolicyHolder {
 // A grant whose subcommand's help the snapshot does not know is learned off
 // the loop (introspection's bounds: 5 s per run, at most 4 at once) while
 // the snapshot in service leaves it out; once learned, a new snapshot puts
-// it in force with that help. Run waits for a learning run to end (it ends
-// with ctx) before it returns.
+// it in force with that help. The subcommands of requests a person is about
+// to decide (LearnHelps) are learned in the same runs, and each ask is
+// answered once the snapshot in service knows its help or it was tried.
+// Run waits for a learning run to end (it ends with ctx) before it returns.
 func (h *PolicyHolder) Run(ctx context.Context) error {
+	if h.stopped != nil {
+		defer close(h.stopped)
+	}
 	start := h.cur.Current()
 	h.auditChange(ctx, "start", &Snapshot{State: toolset.State{Policy: emptyPolicy}}, start)
 	// learned brings a learning run's outcome back to the loop; one run at
@@ -120,7 +156,7 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			return
 		}
 		snap := h.cur.Current()
-		need, all := toolset.Unlearned(snap.Loaded, snap.Grants, snap.Learned)
+		need, all := h.toLearn(snap)
 		if len(need) == 0 {
 			return
 		}
@@ -146,7 +182,7 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			old := h.cur.Current()
 			if r.load == old.Loaded {
 				if r.err != nil {
-					h.log.Warn("grant help not learned; the grant is in force on the rules' types and the heuristic", "error", r.err)
+					h.log.Warn("help not learned; a grant is in force on the rules' types and the heuristic, a request is shown as HELP UNKNOWN", "error", r.err)
 				}
 				lh := toolset.GrantHelps{Helps: old.Learned.Helps, Tried: map[string]bool{}}
 				for k := range old.Learned.Tried {
@@ -162,10 +198,25 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 				h.cur.cur.Store(snap)
 				h.auditChange(ctx, "grant", old, snap)
 				h.logDormant(snap)
-				h.log.Debug("grant help learned", "exposed", len(snap.Policy.Rules()))
+				h.log.Debug("help learned", "exposed", len(snap.Policy.Rules()))
 				ring(h.toolsetChanged)
 			}
 			learn()
+			h.answer()
+		case m := <-h.learns:
+			snap := h.cur.Current()
+			for _, spec := range m.Specs {
+				if config.HelpWanted(snap.Loaded.Policy, snap.Helps, spec.Tool, spec.Subcommand) {
+					h.want(spec)
+				}
+			}
+			if len(h.waiting) >= maxWaiting {
+				m.Reply <- struct{}{}
+				break
+			}
+			h.waiting = append(h.waiting, helpWait{specs: m.Specs, reply: m.Reply})
+			learn()
+			h.answer()
 		case m := <-h.rejected:
 			h.auditRejected(ctx, m.Cause, m.Err)
 		case m := <-h.grants:
@@ -180,6 +231,7 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 			h.log.Debug("grants changed", "cause", m.Cause, "in_force", len(m.Grants), "exposed", len(snap.Policy.Rules()))
 			ring(h.toolsetChanged)
 			learn()
+			h.answer()
 		case m := <-h.in:
 			old := h.cur.Current()
 			snap := NewSnapshot(m.Loaded, old.Grants, h.shared, h.getenv)
@@ -204,13 +256,101 @@ func (h *PolicyHolder) Run(ctx context.Context) error {
 				ring(h.upstreams)
 			}
 			learn()
+			h.answer()
 		}
 	}
 }
 
-// learnedHelps is one learning run's outcome: what load's grants'
-// subcommands' help is (helps), which subcommands it tried (keys), or why
-// it failed.
+// toLearn lists what snap's help lacks and a run must learn (need): the
+// grants' subcommands (toolset.Unlearned), then the requested ones a
+// screen asked for that the config lets it run and that were not tried
+// under this load; and what the run learns in all (the grants first, so no
+// requested subcommand can change how a grant merges): every spec whose
+// help is known or needed, since the run's help replaces the last one's.
+// A spec tried and not learned is not run again for this load.
+func (h *PolicyHolder) toLearn(snap *Snapshot) (need, all []config.GrantSpec) {
+	l := snap.Loaded
+	if !l.Introspects() {
+		return nil, nil
+	}
+	grantNeed, grantAll := toolset.Unlearned(l, snap.Grants, snap.Learned)
+	helps := snap.Learned.For(l)
+	needed := map[string]bool{}
+	need = grantNeed
+	for _, g := range grantNeed {
+		needed[config.HelpKey(g.Tool, g.Subcommand)] = true
+	}
+	for _, w := range h.wanted {
+		k := config.HelpKey(w.Tool, w.Subcommand)
+		if !needed[k] && !snap.Learned.Tried[k] && config.HelpWanted(l.Policy, helps, w.Tool, w.Subcommand) {
+			need = append(need, w)
+			needed[k] = true
+		}
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	for _, spec := range append(grantAll, h.wanted...) {
+		if needed[config.HelpKey(spec.Tool, spec.Subcommand)] || config.HelpKnown(helps, spec.Tool, spec.Subcommand) {
+			all = append(all, spec)
+		}
+	}
+	return need, all
+}
+
+// want adds spec to the requested subcommands to learn, once per
+// subcommand, dropping the oldest past maxWanted.
+func (h *PolicyHolder) want(spec config.GrantSpec) {
+	k := config.HelpKey(spec.Tool, spec.Subcommand)
+	for _, w := range h.wanted {
+		if config.HelpKey(w.Tool, w.Subcommand) == k {
+			return
+		}
+	}
+	h.wanted = append(h.wanted, spec)
+	if len(h.wanted) > maxWanted {
+		h.wanted = h.wanted[len(h.wanted)-maxWanted:]
+	}
+}
+
+// answer replies to every LearnHelps whose specs are settled under the
+// snapshot in service: each help known, tried and not learned, or not
+// to be learned at all (the config has no such tool, a deny rule covers
+// the subcommand, the load does not introspect, or the spec fell out of
+// the wanted list).
+func (h *PolicyHolder) answer() {
+	snap := h.cur.Current()
+	kept := h.waiting[:0]
+	for _, w := range h.waiting {
+		if h.settled(snap, w.specs) {
+			w.reply <- struct{}{}
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(h.waiting[len(kept):])
+	h.waiting = kept
+}
+
+func (h *PolicyHolder) settled(snap *Snapshot, specs []config.GrantSpec) bool {
+	if !snap.Loaded.Introspects() {
+		return true
+	}
+	for _, spec := range specs {
+		k := config.HelpKey(spec.Tool, spec.Subcommand)
+		if snap.Learned.Tried[k] || !config.HelpWanted(snap.Loaded.Policy, snap.Helps, spec.Tool, spec.Subcommand) {
+			continue
+		}
+		if slices.ContainsFunc(h.wanted, func(w config.GrantSpec) bool { return config.HelpKey(w.Tool, w.Subcommand) == k }) {
+			return false
+		}
+	}
+	return true
+}
+
+// learnedHelps is one learning run's outcome: what the subcommands of
+// load's grants and of the requests asked about are (helps), which
+// subcommands it tried (keys), or why it failed.
 type learnedHelps struct {
 	load  *config.Loaded
 	helps policy.Helps

@@ -513,7 +513,7 @@ func TestElicitationGoSDK(t *testing.T) {
 		{"a client without the capability", elicitToken, askFor("fake", []string{"show"}, []string{"--depth"}, "no caps", ""), true},
 		{"a client on the main MCP token", s.Token, askFor("fake", []string{"show"}, []string{"--verbose"}, "main token", ""), false},
 		{"a flag the help does not list", elicitToken, askFor("fake", []string{"show"}, []string{"--no-such-flag"}, "unlisted", ""), false},
-		{"a flag on a subcommand whose help is not known", elicitToken, askFor("fake", []string{"log"}, []string{"--depth"}, "help unknown", ""), false},
+		{"a flag on a subcommand whose help cannot be learned", elicitToken, askFor("fake", []string{"nohelp"}, []string{"--depth"}, "help unknown", ""), false},
 		{"a tool the config does not have", elicitToken, askFor("nosuch", []string{"show"}, nil, "unknown tool", ""), false},
 		{"a subcommand a deny rule covers", elicitToken, askFor("fake", []string{"secret"}, nil, "denied sub", ""), false},
 		{"an empty subcommand", elicitToken, askFor("fake", []string{}, []string{"--depth"}, "empty sub", ""), false},

@@ -73,6 +73,9 @@
 //	RequestFiled      chan RequestFiled      request log → hooks                  64      never blocks: a request the hooks have no room for is logged and not hooked
 //	AwaitDecision     chan AwaitDecision     request-tool handlers → grants       0       blocks, with the call's ctx
 //	AwaitDecision.Reply chan requests.Record grants → one handler                 1       never blocks: the caller may have gone; closed unanswered when grants stops
+//	LearnHelps        chan LearnHelps        request-tool handlers, review UI     0       blocks, with the call's or the HTTP request's ctx
+//	                                         → policy holder
+//	LearnHelps.Reply  chan struct{}          policy holder → one caller           1       never blocks: the caller may have gone
 //	AuditLines        chan AuditLine         tool handlers, policy holder         4096    blocks when full: the sender waits for room (counted,
 //	                                         → audit writer                               AuditCounts.Waited) until its context ends; a line is never dropped for speed
 //	…Stopped          chan struct{}          each receiver above → its senders    0       closed when its Run returns: a send or wait then ends with ErrStopped
@@ -406,6 +409,41 @@ func (l ConfigEditorLinks) Apply(ctx context.Context, path, tool string, sub, fl
 		return "", err
 	}
 	return a.Applied, a.Err
+}
+
+// LearnHelps asks the policy holder to learn the help of the subcommands
+// capability requests name, when a person is about to decide them (the
+// review page shows them, the admin API approves one, an elicitation
+// client is asked): a request's subcommand is often one no rule names, and
+// what approving it grants is computed from that help. The holder learns
+// only what the config lets it run (a tool the config has, a subcommand no
+// deny rule covers), under introspection's bounds, and publishes a snapshot
+// whose Helps holds what it learned. Reply (buffer 1) is sent once every
+// spec's help is known in the snapshot in service, or was tried and could
+// not be learned (the screens then fail closed: HELP UNKNOWN).
+type LearnHelps struct {
+	Specs []config.GrantSpec
+	Reply chan<- struct{}
+}
+
+// HelpLinks are the policy holder's LearnHelps channel as the request tool
+// and the review UI hold it, with the channel the holder closes when it
+// stops.
+type HelpLinks struct {
+	Learns  chan<- LearnHelps
+	Stopped <-chan struct{}
+}
+
+// Learn asks for specs' help and waits until the snapshot in service knows
+// it (or it could not be learned), only while ctx lasts: an error means the
+// screen shows what is known now.
+func (l HelpLinks) Learn(ctx context.Context, specs []config.GrantSpec) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	reply := make(chan struct{}, 1)
+	_, err := Ask(ctx, l.Stopped, l.Learns, LearnHelps{Specs: specs, Reply: reply}, reply)
+	return err
 }
 
 // ConfigRejected tells the policy holder that a reload's config did not

@@ -260,6 +260,12 @@ func (p *Policy) Tools() []string {
 	return names
 }
 
+// HasTool reports whether the config has tool, with rules or without.
+func (p *Policy) HasTool(tool string) bool {
+	_, ok := p.tools[tool]
+	return ok
+}
+
 // ToolRules returns every allow rule of tool, exposed or covered by a deny
 // rule, in the config's order; nil for an unknown tool.
 func (p *Policy) ToolRules(tool string) []*Rule {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -35,6 +36,12 @@ type PendingChecker func(ctx context.Context, ids []string, r requests.Request) 
 // server's request-log writer.
 type Decider func(ctx context.Context, id string, d requests.Decision) error
 
+// Learner has the help of requested subcommands learned (specs: the
+// requests' tool, subcommand and flags) and waits, while ctx lasts, until
+// the state in service knows it or it could not be learned, as the policy
+// holder's LearnHelps does.
+type Learner func(ctx context.Context, specs []config.GrantSpec) error
+
 // RequestResult is the built-in tool's structuredContent: the request's id
 // and status, and once decided its reason, whether it was applied, and a
 // grant's terms.
@@ -50,6 +57,12 @@ type RequestResult struct {
 const (
 	// ElicitTimeout is how long a client's user has to answer.
 	ElicitTimeout = 120 * time.Second
+	// LearnTimeout bounds the wait for a subcommand's help to be learned
+	// before a client's user is asked: each help form runs 5 s at most,
+	// a form that times out ends them, and at most 4 run at once. Past
+	// it, the request is not put to the client (its flags count as not
+	// listed) and stays pending.
+	LearnTimeout = 20 * time.Second
 	// WaitProgress is how often a waiting call reports progress.
 	WaitProgress = 5 * time.Second
 	// MaxPendingPerSession and MaxWaitingPerSession bound what one MCP
@@ -72,6 +85,9 @@ type RequestTool struct {
 	Watch Watcher
 	// Decide records a client's answer; nil asks no client.
 	Decide Decider
+	// Learn has a requested subcommand's help learned before a client's
+	// user is asked about it; nil asks on the help the state already has.
+	Learn Learner
 	// Pending re-checks a session at its limit of pending requests; nil
 	// never lets a session past the limit once it has filed that many.
 	Pending PendingChecker
@@ -154,6 +170,7 @@ func (t *RequestTool) Handler() mcp.ToolHandler {
 		}
 		wait := p.Wait
 		if client != "" && !s.Existing && t.Decide != nil {
+			st = t.learnHelp(ctx, st, r)
 			if effect, why := elicitable(st, r); why != "" {
 				t.Log.Info("not asking the client", "id", s.ID, "client", client, "why", why)
 			} else {
@@ -185,6 +202,25 @@ func (t *RequestTool) Handler() mcp.ToolHandler {
 			StructuredContent: RequestResult{ID: s.ID, Status: requests.StatusPending},
 		}, nil
 	}
+}
+
+// learnHelp has the help of r's subcommand learned, when the state lacks
+// it and the config lets wraptool run it, before a client's user is asked:
+// what one click grants is computed from that help, and a flag it does not
+// list is never asked about. It returns the state in service once the help
+// is learned (or could not be), or st when the wait ends first.
+func (t *RequestTool) learnHelp(ctx context.Context, st *State, r requests.Request) *State {
+	if t.Learn == nil || t.State == nil || !config.HelpWanted(st.base(), st.Helps, r.Tool, r.Subcommand) {
+		return st
+	}
+	lctx, cancel := context.WithTimeout(ctx, LearnTimeout)
+	defer cancel()
+	if err := t.Learn(lctx, []config.GrantSpec{{Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags}}); err != nil {
+		t.Log.Info("help not learned before asking the client", "tool", requests.Token(r.Tool),
+			"subcommand", requests.Subcommand(r.Subcommand), "error", err)
+		return st
+	}
+	return t.State()
 }
 
 // notRecorded answers a request the writer could not record. The detail

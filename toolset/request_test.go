@@ -5,15 +5,18 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -365,15 +368,21 @@ func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
 		sub   string
 		flag  string
 		asked bool
+		// learns: the server learns the subcommand's help when asked
+		// (git log's lists --oneline), as the policy holder does.
+		learns bool
 	}{
-		{"a flag the help lists is asked about", helps, false, "status", "--short", true},
-		{"a prefix of a listed flag is not asked about", helps, false, "status", "--sho", false},
-		{"a flag of a subcommand whose help is unknown is not asked about", helps, false, "log", "--oneline", false},
-		{"a flag where no help is known at all is not asked about", nil, false, "status", "--short", false},
-		{"an exact call whose flag the help lists is asked about", helps, true, "status", "--short", true},
-		{"an exact call with a prefix of a listed flag is not asked about", helps, true, "status", "--sho", false},
-		{"an exact call with a flag of a subcommand whose help is unknown is not asked about", helps, true, "log", "--oneline", false},
-		{"an exact call with a flag where no help is known at all is not asked about", nil, true, "status", "--short", false},
+		{"a flag the help lists is asked about", helps, false, "status", "--short", true, false},
+		{"a prefix of a listed flag is not asked about", helps, false, "status", "--sho", false, false},
+		{"a flag of a subcommand whose help is unknown is not asked about", helps, false, "log", "--oneline", false, false},
+		{"a flag where no help is known at all is not asked about", nil, false, "status", "--short", false, false},
+		{"an exact call whose flag the help lists is asked about", helps, true, "status", "--short", true, false},
+		{"an exact call with a prefix of a listed flag is not asked about", helps, true, "status", "--sho", false, false},
+		{"an exact call with a flag of a subcommand whose help is unknown is not asked about", helps, true, "log", "--oneline", false, false},
+		{"an exact call with a flag where no help is known at all is not asked about", nil, true, "status", "--short", false, false},
+		{"a flag of a subcommand whose help is learned first is asked about", helps, false, "log", "--oneline", true, true},
+		{"an exact call whose subcommand's help is learned first is asked about", helps, true, "log", "--oneline", true, true},
+		{"a flag the learned help does not list is not asked about", helps, false, "log", "--onel", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -396,18 +405,31 @@ func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
 				}
 				args = map[string]any{"call_id": id, "rationale": "look"}
 			}
+			var current atomic.Pointer[State]
+			current.Store(&State{Policy: p, PolicyHash: "hash", Helps: tc.helps, Preview: newRulePreview,
+				ElicitTokens: map[string]string{"elicit-token": "Desk"}})
+			var learner Learner
+			if tc.learns {
+				learner = func(_ context.Context, specs []config.GrantSpec) error {
+					if len(specs) != 1 || specs[0].Tool != "git" || !slices.Equal(specs[0].Subcommand, []string{tc.sub}) {
+						t.Errorf("asked to learn %+v, want git %s", specs, tc.sub)
+					}
+					learned := *current.Load()
+					learned.Helps = flagHelps{"git status": {"--short"}, "git log": {"--oneline"}}
+					current.Store(&learned)
+					return nil
+				}
+			}
 			tool := &RequestTool{
 				Denials: denials,
+				Learn:   learner,
 				Submit: func(ctx context.Context, r requests.Request) (requests.Submitted, error) {
 					return requests.Submit(ctx, log, r, time.Now())
 				},
 				Decide: func(ctx context.Context, id string, d requests.Decision) error {
 					return requests.Decide(ctx, log, id, d, time.Now())
 				},
-				State: func() *State {
-					return &State{Policy: p, PolicyHash: "hash", Helps: tc.helps, Preview: newRulePreview,
-						ElicitTokens: map[string]string{"elicit-token": "Desk"}}
-				},
+				State: current.Load,
 			}
 			def, handler := tool.DefinitionAndHandler()
 			server := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: "0"}, nil)

@@ -97,8 +97,12 @@ func (u *UI) index(w http.ResponseWriter, r *http.Request, s site) {
 		u.renderNotice(w, s, ref, http.StatusInternalServerError, oneLine(err.Error()))
 		return
 	}
+	learning := u.learnHelps(r.Context(), &s, recs, pageLearnWait)
 	d := reviewData(s, recs, u.now())
 	d.Title, d.SignedIn, d.CSRF, d.Flash = "Requests", true, ref.csrf, u.sessions.takeFlash(ref)
+	if learning {
+		d.Learning, d.Refresh = true, learnRefresh
+	}
 	if f := d.Flash; f != nil && f.Awaiting != nil {
 		if !inService(s.Policy, f.Awaiting) && u.now().Before(f.Awaiting.Until) {
 			// The page refreshes itself until the reload shows the
@@ -297,6 +301,7 @@ func (u *UI) previewPage(w http.ResponseWriter, r *http.Request, s site, id stri
 		u.renderNotice(w, s, ref, http.StatusConflict, requests.Token(id)+" is already "+rec.Status+".")
 		return
 	}
+	u.learnHelps(r.Context(), &s, []*requests.Record{rec}, learnWait)
 	v := viewRequest(s, rec, u.now())
 	d := pageData{Title: "Apply " + v.IDText, SignedIn: true, CSRF: ref.csrf, Pending: pending, Counted: true,
 		Flash: u.sessions.takeFlash(ref), Req: &v, Preview: preview(s, rec, r.URL.Query().Get("unlisted_ok") != "")}

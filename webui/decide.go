@@ -108,6 +108,11 @@ type approved struct {
 // refused (422, the request stays pending) where --once or --for would be
 // (see grantRefusal).
 func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approved, error) {
+	if r, err := u.pending(s, id); err == nil {
+		// Before the turn: learning may take seconds, and must not hold
+		// up another decision.
+		u.learnHelps(ctx, &s, []*requests.Record{r}, learnWait)
+	}
 	release, err := u.take(ctx)
 	if err != nil {
 		return approved{}, err

@@ -94,6 +94,10 @@ type Options struct {
 	// Apply merges a request into the config file through the server's
 	// config editor; nil applies nothing (503).
 	Apply Applier
+	// Learn has the server learn the help of a requested subcommand
+	// before the page shows or decides the request; nil shows and
+	// decides on the help the State already has.
+	Learn Learner
 }
 
 // Decider records decision d on request id, as the request-log writer's
@@ -156,6 +160,8 @@ type UI struct {
 	// decider and applier are Options.Decide and Options.Apply.
 	decider Decider
 	applier Applier
+	// learner is Options.Learn.
+	learner Learner
 
 	warnMu sync.Mutex
 	warned map[string]bool // request-log warnings already logged
@@ -175,6 +181,7 @@ func New(o Options) *UI {
 		metrics:  o.Metrics,
 		decider:  o.Decide,
 		applier:  o.Apply,
+		learner:  o.Learn,
 		warned:   map[string]bool{},
 	}
 	if u.now == nil {

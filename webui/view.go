@@ -46,6 +46,9 @@ type pageData struct {
 	// seconds.
 	Reloading bool
 	Refresh   int
+	// Learning says some pending request's subcommand help is still
+	// being learned: its flags show HELP UNKNOWN until the page refreshes.
+	Learning bool
 
 	// The apply preview.
 	Req     *requestView

@@ -532,12 +532,13 @@ func (a *app) effectAs(o *operator, r *requests.Record, heading func(command str
 // learnHelps learns the help of r's subcommand when the cache lacks it, so
 // the effect and the flag marks say what the help says: the CLI's load
 // reads the cache only, and a request's subcommand is often one no rule
-// names yet. It runs the same fixed forms, under the same limits (5 s per
+// names yet. Only a tool the config has, and a subcommand no deny rule
+// covers, is run. It runs the same fixed forms, under the same limits (5 s per
 // run, at most 4 at once), into the same cache as the server, on the config
 // as the request would leave it; a failure leaves o as it was (the effect
 // then fails closed: HELP UNKNOWN, value-taking unknown).
 func (a *app) learnHelps(ctx context.Context, o *operator, r *requests.Record) {
-	if _, ok := o.loaded.Config.Tools[r.Tool]; !ok || config.HelpKnown(o.loaded.Helps, r.Tool, r.Subcommand) {
+	if !config.HelpWanted(o.loaded.Policy, o.loaded.Helps, r.Tool, r.Subcommand) {
 		return
 	}
 	in := a.newIntrospector(nil, false)

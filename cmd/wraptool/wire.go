@@ -89,6 +89,8 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		killCalls       = make(chan struct{})                              // hub → registry: closed when running calls must be killed
 		logChanged      = make(messages.Doorbell, 1)                       // watcher → grants
 		grantsChanged   = make(chan messages.GrantsChanged)                // grants → policy holder
+		learns          = make(chan messages.LearnHelps)                   // request tool, review UI → policy holder (reply inside)
+		holderStopped   = make(chan struct{})                              // policy holder → learners: closed when it stops
 		waits           = make(chan messages.AwaitDecision)                // request tool → grants (reply inside)
 		grantsStopped   = make(chan struct{})                              // grants → request tool: closed when it stops
 		appends         = make(chan messages.AppendRequest)                // request tool → request log (reply inside)
@@ -119,6 +121,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		requestLog  = messages.RequestLogLinks{Appends: appends, Queries: queries, Decides: decides, Uses: uses, Stopped: logStopped}
 		grantsLinks = messages.GrantsLinks{Waits: waits, Stopped: grantsStopped}
 		editorLinks = messages.ConfigEditorLinks{Applies: applies, Stopped: editorStopped}
+		helpLinks   = messages.HelpLinks{Learns: learns, Stopped: holderStopped}
 		auditCounts = &actors.AuditCounts{} // audit senders and writer → metrics scrape
 		audit       = &actors.AuditSender{Lines: auditLines, Stopped: auditStopped, Counts: auditCounts, Log: log}
 		counters    = metrics.New(&metricSource{snapshots: published, server: mcpServer, states: upstreamStates,
@@ -140,6 +143,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	s.holder = actors.NewPolicyHolder(actors.PolicyHolderOptions{
 		Initial: actors.NewSnapshot(l, s.grants.Prime(l.Config.MCP.RequestLog), shared, a.getenv), Publish: published,
 		Shared: shared, Getenv: a.getenv, SetLevel: a.configLevelSetter(), Loaded: loaded, Rejected: rejected, Grants: grantsChanged,
+		Learns: learns, Stopped: holderStopped,
 		ToolsetChanged: toolsetChanged, WatchSetChanged: watchSetChanged, UpstreamsChanged: upstreamChanged, Log: log,
 	})
 	s.signals = actors.NewSignals(actors.SignalsOptions{ReloadNow: reloadNow, Notify: a.notify, Stop: a.stopNotify, Log: log})
@@ -170,7 +174,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		Stopped: logStopped, Filed: filed, Snapshots: published, Log: log})
 	s.hooks = actors.NewHooks(actors.HooksOptions{Filed: filed, Snapshots: published, Getenv: a.getenv, Reaper: reaper, Log: log})
 	requestTool := &toolset.RequestTool{Submit: requestLog.Submit, Denials: shared.Denials, Watch: grantsLinks.Watch,
-		Pending: requestLog.Pending, Decide: requestLog.Decide, State: published.State, Log: log}
+		Pending: requestLog.Pending, Decide: requestLog.Decide, Learn: helpLinks.Learn, State: published.State, Log: log}
 	mcpServer.AddTool(requestTool.DefinitionAndHandler())
 	mcpServer.AddTool(toolset.DiscoverDefinition(), toolset.NewDiscoverHandler(published.State))
 	mcpServer.AddTool(toolset.StatusDefinition(), toolset.NewStatusHandler(published.State))
@@ -181,7 +185,7 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		s.editor = actors.NewConfigEditor(actors.ConfigEditorOptions{Applies: applies, Stopped: editorStopped, Log: log})
 		s.admin = actors.NewAdmin(actors.AdminOptions{Listen: l.Config.Admin.Listen, Log: log, Handler: func(addr net.Addr) http.Handler {
 			s.ui = webui.New(webui.Options{Source: uiSource{published, a.configOptions()}, Addr: addr, Log: log.With("component", "webui"),
-				Metrics: counters.Handler(), Decide: requestLog.Decide, Apply: editorLinks.Apply})
+				Metrics: counters.Handler(), Decide: requestLog.Decide, Apply: editorLinks.Apply, Learn: helpLinks.Learn})
 			return s.ui.Handler()
 		}})
 	}
@@ -200,14 +204,16 @@ func plainLinks() map[string]string {
 	const (
 		snapshot = "a pure read of the published snapshot (actors.Published, an atomic pointer the policy holder alone " +
 			"writes): the one sanctioned shortcut past messages"
-		getenv   = "a read of the server's environment, fixed for its life"
-		reaper   = "the child subreaper's table of owned processes, guarded by its own lock: every child start and exit registers there on its own goroutine, and a round trip would add a wait to every start; its Run only reaps"
-		audit    = "the audit writer's queue as its senders hold it: the channel, the writer's stopped channel and atomic counters"
-		sdk      = "the MCP SDK's server, whose tool table the registry alone changes and whose sessions the hub serves"
-		paths    = "where the platform folders are: fixed values"
-		clock    = "the clock"
-		denials  = "the bounded memory of refused calls the request tool resolves call_ids against, guarded by its own lock"
-		logLinks = "a send on the request log's channel and a wait for the reply it carries (messages.RequestLogLinks)"
+		getenv    = "a read of the server's environment, fixed for its life"
+		reaper    = "the child subreaper's table of owned processes, guarded by its own lock: every child start and exit registers there on its own goroutine, and a round trip would add a wait to every start; its Run only reaps"
+		audit     = "the audit writer's queue as its senders hold it: the channel, the writer's stopped channel and atomic counters"
+		sdk       = "the MCP SDK's server, whose tool table the registry alone changes and whose sessions the hub serves"
+		paths     = "where the platform folders are: fixed values"
+		clock     = "the clock"
+		denials   = "the bounded memory of refused calls the request tool resolves call_ids against, guarded by its own lock"
+		logLinks  = "a send on the request log's channel and a wait for the reply it carries (messages.RequestLogLinks)"
+		helpLinks = "a send on the policy holder's Learns channel and a wait for the reply it carries, until the " +
+			"snapshot in service knows the help"
 	)
 	return map[string]string{
 		"actors.AdminOptions.Handler": "builds the review UI once the admin port is bound (the port names the UI's host): " +
@@ -256,12 +262,14 @@ func plainLinks() map[string]string {
 		"toolset.RequestTool.Watch": "messages.GrantsLinks.Watch: a send on the grants actor's Waits channel; the decision " +
 			"arrives on the reply channel",
 		"toolset.RequestTool.Denials": denials,
+		"toolset.RequestTool.Learn":   "messages.HelpLinks.Learn: " + helpLinks,
 		"toolset.RequestTool.State":   "actors.Published.State: " + snapshot,
 		"webui.Options.Source":        "reads the published snapshot into the UI's view of it: " + snapshot,
 		"webui.Options.Addr":          "the admin listener's bound address, a value",
 		"webui.Options.Now":           clock,
 		"webui.Options.Metrics":       "the Prometheus handler, which reads the metrics' own concurrency-safe registry",
 		"webui.Options.Decide":        "messages.RequestLogLinks.Decide: " + logLinks,
+		"webui.Options.Learn":         "messages.HelpLinks.Learn: " + helpLinks,
 		"webui.Options.Apply": "messages.ConfigEditorLinks.Apply: a send on the config editor's Applies channel and a " +
 			"wait for its reply",
 	}

@@ -182,6 +182,17 @@ func HelpKnown(helps policy.Helps, tool string, sub []string) bool {
 	return ok
 }
 
+// HelpWanted reports whether a request for tool's subcommand sub needs its
+// help learned before a person decides it, and may have it learned: base
+// (the config's own policy) has the tool, no deny rule covers the
+// subcommand (a denied subcommand is never run, not even for its help), and
+// helps does not know its help yet (an empty sub asks the tool's own). Learning then runs only the fixed help
+// forms, under introspection's bounds, on a subcommand the operator is
+// about to see.
+func HelpWanted(base *policy.Policy, helps policy.Helps, tool string, sub []string) bool {
+	return base != nil && base.HasTool(tool) && !base.Denies(tool, sub) && !HelpKnown(helps, tool, sub)
+}
+
 // HelpKey names tool's subcommand sub for a set of helps already learned.
 func HelpKey(tool string, sub []string) string {
 	return tool + "\x00" + strings.Join(sub, "\x00")

@@ -26,7 +26,9 @@
 //	                    never created)
 //
 // Whatever the mode, a last argument --help or -h prints GNU-style help and
-// exits 0, as wraptool's introspection expects of a real tool.
+// exits 0, as wraptool's introspection expects of a real tool; except below
+// a subcommand "nohelp", whose help prints nothing and exits 1 (a help
+// wraptool cannot learn).
 package main
 
 import (
@@ -194,6 +196,9 @@ func report(args []string) {
 // printHelp prints GNU-style help for the subcommand sub: a description,
 // and flags of each kind introspection tells apart.
 func printHelp(sub []string) {
+	if len(sub) > 0 && sub[0] == "nohelp" {
+		os.Exit(1)
+	}
 	name := strings.Join(append([]string{"fakecli"}, sub...), " ")
 	fmt.Printf(`Usage: %s [OPTION]... [ARG]...
 The fake CLI of wraptool's tests (%s).
