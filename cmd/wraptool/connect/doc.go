@@ -35,7 +35,27 @@
 // cannot be reopened, or the server answers 404 for the session) it answers
 // every request in flight with a JSON-RPC error, opens a new session with
 // the client's own initialize and notifications/initialized, and tells the
-// client notifications/tools/list_changed. Goroutines that serve one session
+// client notifications/tools/list_changed.
+//
+// # Holding the client's messages while the session is reopened
+//
+// A request may have run once it was written to the server whole; before
+// that the server cannot have read it. So a request whose POST could not
+// be written (no connection, a kept-alive connection the server had
+// closed) or was refused before it ran (404 for the session, 401 for a
+// token the server no longer takes) is not answered with an error: its
+// goroutine hands it back to the manager, which sends it again. From the
+// moment a restart is noticed until the new session is initialized, the
+// client's messages are held in stdin order (at most 64, and
+// Options.MaxMessageBytes in all; past that a request gets an error at
+// once) and sent on the new session after its list_changed. A
+// cancellation of a held request removes it (it never goes, and gets no
+// answer); an answer to a question of the old session's is dropped. If the
+// server does not come back within Options.StartTimeout (5 s), every held
+// request gets a JSON-RPC error naming the address, and later ones get it
+// at once until the server is back. Requests written to a server that went
+// away are answered with an error: they may have run, and are never sent
+// twice. Goroutines that serve one session
 // hold that session's context, which the manager cancels when it gives the
 // session up, and report trouble to the manager through a buffered channel
 // tagged with the session's generation, so a late report about an old

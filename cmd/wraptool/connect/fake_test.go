@@ -42,6 +42,10 @@ type fakeServer struct {
 	down     chan struct{} // closed when the server stops or forgets its sessions: streams and held calls end
 	released chan struct{} // closed by release: held calls answer
 	notify   chan struct{} // a doorbell rung on every record
+	// oneShot closes every connection after its answer, so the bridge
+	// dials for each request (it never writes on a connection the server
+	// is about to close).
+	oneShot bool
 }
 
 type fakeSession struct {
@@ -76,6 +80,7 @@ func (f *fakeServer) start() {
 	f.mu.Lock()
 	f.addr = ln.Addr().String()
 	f.srv = &http.Server{Handler: f}
+	f.srv.SetKeepAlivesEnabled(!f.oneShot)
 	f.down = make(chan struct{})
 	f.served = make(chan struct{})
 	srv, served := f.srv, f.served

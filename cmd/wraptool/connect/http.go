@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -169,10 +170,32 @@ func transportEvent(s *session, err error) event {
 	return event{gen: s.gen, kind: eventLost, err: err}
 }
 
-// withWrote is ctx with fn called once the request is written, body and
-// all.
-func withWrote(ctx context.Context, fn func()) context.Context {
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { fn() }})
+// writing follows one request's way out, for telling a request the server
+// cannot have read from one it may have run.
+type writing struct {
+	conn   atomic.Bool // a connection was got for it
+	ended  atomic.Bool // writing it ended
+	failed atomic.Bool // and failed
+}
+
+// unsent reports whether the request cannot have reached the server whole:
+// no connection was got for it, or writing it failed. A write still going
+// on when the request ended (cancelled) may yet land: that is not unsent.
+func (w *writing) unsent() bool {
+	return !w.conn.Load() || w.ended.Load() && w.failed.Load()
+}
+
+// withWrote is ctx with w following the request, and fn called once
+// writing it ended, with nil when it was written body and all.
+func withWrote(ctx context.Context, w *writing, fn func(err error)) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { w.conn.Store(true) },
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			w.failed.Store(i.Err != nil)
+			w.ended.Store(true)
+			fn(i.Err)
+		},
+	})
 }
 
 // streamEnd is how long a stream may take to end once its response came:

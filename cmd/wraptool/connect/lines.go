@@ -47,6 +47,9 @@ type message struct {
 	// code and why say what is wrong with an invalid line.
 	code int
 	why  string
+	// seq is the line's place in stdin (1 for the first), which orders
+	// the messages held while the server restarts.
+	seq int
 }
 
 // lineReader reads lines of at most max bytes; a longer line is cut to its

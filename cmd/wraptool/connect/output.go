@@ -39,6 +39,10 @@ type output struct {
 type pending struct {
 	id  json.RawMessage
 	seq int
+	// sent is set once the request was written to the server whole: from
+	// then on it may have run, and a lost session answers it with an
+	// error; before, it is sent again on the next session instead.
+	sent bool
 }
 
 type ask struct {
@@ -69,6 +73,25 @@ func (o *output) track(key string, id json.RawMessage) {
 	defer o.mu.Unlock()
 	o.seq++
 	o.calls[key] = pending{id: id, seq: o.seq}
+}
+
+// markSent records that the request key was written to the server whole.
+func (o *output) markSent(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p, ok := o.calls[key]; ok {
+		p.sent = true
+		o.calls[key] = p
+	}
+}
+
+// pending reports whether the request key still awaits an answer (it was
+// neither answered nor cancelled by the client).
+func (o *output) pending(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.calls[key]
+	return ok
 }
 
 // untrack forgets a request the client cancelled: it expects no answer, so
@@ -132,13 +155,18 @@ func (o *output) fail(key string, code int, msg string) {
 }
 
 // failAll answers every request still in flight with a JSON-RPC error, in
-// the order they were sent.
-func (o *output) failAll(code int, msg string) {
+// the order they were sent. With unsentToo false it leaves alone the
+// requests not yet written whole: the server cannot have run those, and
+// they go again on the next session (held, or handed back by their
+// goroutine when their POST fails).
+func (o *output) failAll(code int, msg string, unsentToo bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	keys := make([]string, 0, len(o.calls))
-	for k := range o.calls {
-		keys = append(keys, k)
+	for k, p := range o.calls {
+		if p.sent || unsentToo {
+			keys = append(keys, k)
+		}
 	}
 	slices.SortFunc(keys, func(a, b string) int { return o.calls[a].seq - o.calls[b].seq })
 	for _, k := range keys {

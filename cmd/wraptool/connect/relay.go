@@ -2,7 +2,6 @@ package connect
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -74,8 +73,9 @@ type Options struct {
 	// MaxMessageBytes is the largest message the client may send, the
 	// server's request body limit; zero means 4 MiB.
 	MaxMessageBytes int
-	// StartTimeout is how long to wait for the server at start; zero means
-	// StartTimeout.
+	// StartTimeout is how long to wait for the server at start, and how
+	// long the client's messages are held for a restarted server to come
+	// back; zero means StartTimeout.
 	StartTimeout time.Duration
 	// RetryInterval is the longest pause between attempts to reach a server
 	// that went away; zero means RetryInterval.
@@ -97,6 +97,7 @@ func Run(ctx context.Context, o Options) error {
 	b := newBridge(o)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	b.done = ctx.Done()
 	// lines: buffer 4; the reader sends, the manager receives. A busy
 	// manager (posting, waiting for a restarted server) holds the reader
 	// back, and with it the client's writes: nothing is dropped and at most
@@ -115,8 +116,11 @@ type bridge struct {
 	out    *output
 	// events: buffer 16; the goroutines serving a session send (report),
 	// the manager receives. A sender also gives up when its session's
-	// context ends, so none is left blocked once the manager moved on.
+	// context ends, so none is left blocked once the manager moved on;
+	// one handing back a request (retry) gives up only when Run ends
+	// (done), since the request must still be answered.
 	events chan event
+	done   <-chan struct{}
 
 	// sess is the session in use: before the client's initialize, a
 	// session with no id (generation 0); nil while the server is away.
@@ -131,6 +135,12 @@ type bridge struct {
 	// lines are the client's messages; nil until the server answered
 	// once, so they wait for it rather than being refused.
 	lines <-chan message
+	// held are the client's messages kept while a restarted server comes
+	// back, in stdin order, heldBytes their size; holdUntil is when they
+	// get an error instead (zero while no session is being reopened).
+	held      []message
+	heldBytes int
+	holdUntil time.Time
 }
 
 // session is one server session, immutable once made; its goroutines hold
@@ -140,9 +150,20 @@ type session struct {
 	id       string // Mcp-Session-Id; "" before initialize
 	protocol string // the negotiated protocol version, for MCP-Protocol-Version
 	token    string
-	ctx      context.Context
-	cancel   context.CancelFunc
-	listen   *sync.Once // starts the GET stream once
+	// ctx ends the session's stream and posts; calls ends its requests
+	// in flight, which may outlive the stream a little (see restart).
+	// cancel ends both.
+	ctx         context.Context
+	stopStream  context.CancelFunc
+	calls       context.Context
+	cancelCalls context.CancelFunc
+	listen      *sync.Once // starts the GET stream once
+}
+
+// cancel ends everything the session has going.
+func (s *session) cancel() {
+	s.stopStream()
+	s.cancelCalls()
 }
 
 // event is what a session's goroutine reports to the manager.
@@ -150,6 +171,11 @@ type event struct {
 	gen  int
 	kind eventKind
 	err  error
+	// retry is a request of the client's that never reached the server
+	// (its POST was not written whole, or was refused with 404 or 401
+	// before it ran): the manager sends it again, on the next session if
+	// this one is lost.
+	retry *message
 }
 
 type eventKind int
@@ -196,6 +222,7 @@ func newBridge(o Options) *bridge {
 func (b *bridge) read(ctx context.Context, lines chan<- message) {
 	defer close(lines)
 	lr := newLineReader(b.o.Stdin, b.o.MaxMessageBytes)
+	seq := 0
 	for {
 		line, size, tooLong, err := lr.next()
 		if err != nil {
@@ -213,6 +240,8 @@ func (b *bridge) read(ctx context.Context, lines chan<- message) {
 		default:
 			m = parseMessage(line)
 		}
+		seq++
+		m.seq = seq
 		select {
 		case lines <- m:
 		case <-ctx.Done():
@@ -280,7 +309,8 @@ func (b *bridge) run(ctx context.Context, lines <-chan message) error {
 func (b *bridge) newSession(ctx context.Context, id, protocol, token string) *session {
 	s := &session{gen: b.gen, id: id, protocol: protocol, token: token, listen: new(sync.Once)}
 	b.gen++
-	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.ctx, s.stopStream = context.WithCancel(ctx)
+	s.calls, s.cancelCalls = context.WithCancel(ctx)
 	return s
 }
 
@@ -306,6 +336,21 @@ func (b *bridge) await(ctx context.Context, deadline time.Time) error {
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
+	// hold fires when the held messages get their error: the bound on
+	// reconnecting. Its channel stays nil while nothing is held.
+	var hold *time.Timer
+	var holdC <-chan time.Time
+	if !b.holdUntil.IsZero() {
+		hold = time.NewTimer(max(time.Until(b.holdUntil), 0))
+		defer hold.Stop()
+		holdC = hold.C
+	}
+	// events: only requests handed back matter here; any other report is
+	// about a session already given up.
+	var events <-chan event
+	if lines != nil {
+		events = b.events
+	}
 	logged := false
 	for {
 		select {
@@ -318,7 +363,16 @@ func (b *bridge) await(ctx context.Context, deadline time.Time) error {
 			if !ok {
 				return errStdinClosed
 			}
-			b.refuse(m)
+			b.hold(m)
+			continue
+		case e := <-events:
+			if e.retry != nil {
+				b.hold(*e.retry)
+			}
+			continue
+		case <-holdC:
+			b.failHeld()
+			holdC = nil
 			continue
 		case <-timer.C:
 		}
@@ -407,15 +461,8 @@ func (b *bridge) handle(ctx context.Context, m message) error {
 		}
 	case m.method == "notifications/cancelled":
 		// The client expects no answer to what it cancelled.
-		var p struct {
-			Params struct {
-				RequestID json.RawMessage `json:"requestId"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(m.raw, &p) == nil {
-			if key, ok := idKey(p.Params.RequestID); ok {
-				b.out.untrack(key)
-			}
+		if key, ok := cancelledKey(m); ok {
+			b.out.untrack(key)
 		}
 	}
 	return b.send(ctx, m)

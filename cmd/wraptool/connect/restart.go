@@ -10,6 +10,9 @@ import (
 // onEvent acts on a report about a session: a stale one (an older
 // generation) is ignored.
 func (b *bridge) onEvent(ctx context.Context, e event) error {
+	if e.retry != nil {
+		b.requeue(e)
+	}
 	s := b.sess
 	if s == nil || e.gen != s.gen {
 		return nil
@@ -47,13 +50,32 @@ func (b *bridge) restart(ctx context.Context, e event) error {
 	why := map[eventKind]string{eventLost: "the server stopped answering", eventMissing: "the server no longer knows the session",
 		eventUnauthorized: "the token changed"}[e.kind]
 	b.log.Warn("lost the session; opening a new one once the server answers", "address", b.o.Address, "why", why, "error", e.err)
-	// Answer first, then cancel: the session's goroutines, cancelled,
-	// find their requests answered and add nothing.
-	b.out.failAll(codeLost, fmt.Sprintf("wraptool connect: the session with the wraptool server at %s ended while this request was in flight (%s); send it again", b.o.Address, why))
-	b.out.cancelAsks("the wraptool server restarted")
+	// What the client sends from now on is held until the new session
+	// is up, within the bound.
+	if b.holdUntil.IsZero() {
+		b.holdUntil = time.Now().Add(b.o.StartTimeout)
+	}
 	old := b.sess
 	b.sess = nil
-	old.cancel()
+	// A server that answers (404: it no longer knows the session; 401:
+	// it no longer takes the token) refuses each request of the old
+	// session before running it, and those requests are handed back and
+	// sent again: they are left to end on their own, within the bound,
+	// instead of being answered with an error now. A server that went
+	// away may have been running them: they are answered first, then
+	// cancelled, so their goroutines find them answered and add nothing;
+	// requests not written whole cannot have run, and are handed back.
+	answering := e.kind == eventMissing || e.kind == eventUnauthorized
+	if !answering {
+		b.out.failAll(codeLost, fmt.Sprintf("wraptool connect: the session with the wraptool server at %s ended while this request was in flight (%s); send it again", b.o.Address, why), false)
+	}
+	b.out.cancelAsks("the wraptool server restarted")
+	old.stopStream()
+	if answering {
+		time.AfterFunc(b.o.StartTimeout, old.cancelCalls)
+	} else {
+		old.cancelCalls()
+	}
 	b.client.CloseIdleConnections()
 	for {
 		if err := b.await(ctx, time.Time{}); err != nil {
@@ -81,5 +103,5 @@ func (b *bridge) restart(ctx context.Context, e event) error {
 	if b.initialized {
 		b.startListening(b.sess)
 	}
-	return nil
+	return b.release(ctx)
 }

@@ -231,7 +231,8 @@ func (b *bridge) fatal(err error) error {
 	if b.sess != nil {
 		b.sess.cancel()
 	}
-	b.out.failAll(codeLost, "wraptool connect stopped: "+err.Error())
+	b.out.failAll(codeLost, "wraptool connect stopped: "+err.Error(), true)
+	b.held, b.heldBytes = nil, 0
 	b.out.cancelAsks("wraptool connect stopped")
 	return err
 }
