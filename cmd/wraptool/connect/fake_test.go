@@ -338,7 +338,7 @@ func startBridge(t *testing.T, f *fakeServer, change func(*Options)) *bridgeRun 
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	h := &bridgeRun{t: t, stdin: inW, lines: make(chan string, 1024), done: make(chan error, 1), log: &lockedBuffer{}}
+	h := &bridgeRun{t: t, stdin: inW, lines: make(chan string, 1024), done: make(chan error, 1), log: newLockedBuffer()}
 	f.mu.Lock()
 	addr := f.addr
 	f.mu.Unlock()
@@ -474,13 +474,20 @@ func errorOf(t *testing.T, m map[string]any, id any) (code float64, msg string) 
 }
 
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
+	mu    sync.Mutex
+	b     strings.Builder
+	wrote chan struct{} // a doorbell rung on every write
 }
+
+func newLockedBuffer() *lockedBuffer { return &lockedBuffer{wrote: make(chan struct{}, 1)} }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
 	return l.b.Write(p)
 }
 

@@ -295,6 +295,9 @@ func (b *bridge) run(ctx context.Context, lines <-chan message) error {
 		switch {
 		case err == nil:
 		case errors.Is(err, errStdinClosed):
+			// The client may still read: what was held for a server
+			// that never came back gets its answer, never silence.
+			b.out.failAll(codeLost, fmt.Sprintf("wraptool connect: stdin ended before the wraptool server at %s came back; the request was not sent", b.o.Address), true)
 			return nil
 		case ctx.Err() != nil:
 			b.end()
@@ -325,8 +328,9 @@ func (b *bridge) readToken() (string, error) {
 // await waits until a connection to the server can be made (and passes the
 // owner check), trying at growing intervals up to the retry interval. With
 // a deadline it gives up then (ErrNoServer). Once stdin is being read (not
-// at start), the client's messages meanwhile are answered at once: requests
-// with an error, the rest dropped; the end of stdin returns errStdinClosed.
+// at start), the client's messages meanwhile are held (see hold), and so
+// are requests their goroutines hand back; the end of stdin returns
+// errStdinClosed.
 func (b *bridge) await(ctx context.Context, deadline time.Time) error {
 	lines := b.lines
 	first := b.o.RetryInterval / 10
@@ -338,12 +342,11 @@ func (b *bridge) await(ctx context.Context, deadline time.Time) error {
 	defer timer.Stop()
 	// hold fires when the held messages get their error: the bound on
 	// reconnecting. Its channel stays nil while nothing is held.
-	var hold *time.Timer
 	var holdC <-chan time.Time
 	if !b.holdUntil.IsZero() {
-		hold = time.NewTimer(max(time.Until(b.holdUntil), 0))
-		defer hold.Stop()
-		holdC = hold.C
+		holdTimer := time.NewTimer(max(time.Until(b.holdUntil), 0))
+		defer holdTimer.Stop()
+		holdC = holdTimer.C
 	}
 	// events: only requests handed back matter here; any other report is
 	// about a session already given up.
