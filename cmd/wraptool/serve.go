@@ -40,10 +40,11 @@ func (a *app) upCommand() *ff.Command {
 		Usage:     "wraptool up",
 		ShortHelp: "first run: scaffold what is missing, print client set-up, then serve",
 		LongHelp: "The first command to run: writes the starter config and the token files where they\n" +
-			"are missing, prints how to connect each MCP client (the URL and its bearer token, a stdio\n" +
-			"entry for clients that can only start a command) and the review UI's address, then\n" +
-			"serves as serve does. On a config whose server already runs, it prints the set-up and\n" +
-			"exits.\n\n" +
+			"are missing, prints how to connect each MCP client (as `wraptool setup` does: every form\n" +
+			"reads the token from WRAPTOOL_TOKEN, none holds it) and the review UI's address, then\n" +
+			"serves as serve does. On a config whose wraptool already serves, it prints the set-up,\n" +
+			"says it is already serving and exits 0; an address another program holds is an error\n" +
+			"naming it, the config file and mcp.listen.\n\n" +
 			"Example:\n  wraptool up",
 		Flags: ff.NewFlagSet("up").SetParent(a.flags),
 		Exec:  noArgs("up", func(ctx context.Context) error { return a.serve(ctx, a.printClientSetup) }),

@@ -45,7 +45,7 @@ var setupClients = []setupClient{
 	{"cursor", "Cursor", (*setupPrinter).cursor},
 	{"vscode", "VS Code", (*setupPrinter).vscode},
 	{"inspector", "MCP Inspector", (*setupPrinter).inspector},
-	{"mcp-remote", "mcp-remote (for a client that only starts commands)", (*setupPrinter).mcpRemote},
+	{"mcp-remote", "mcp-remote", (*setupPrinter).mcpRemote},
 }
 
 func setupClientNames() []string {

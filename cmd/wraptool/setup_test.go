@@ -570,7 +570,7 @@ func TestSetupLinesRunInBash(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash")
 	}
-	cfgPath, _ := setupConfig(t, "it's a \"dir\" $HOME `x`\nnext\x1b[2J", "127.0.0.1:8717")
+	cfgPath, _ := setupConfig(t, "it's a \"dir\" $HOME `x` (y)\nnext\x1b[2J", "127.0.0.1:8717")
 	out, stderr, code := run(t, nil, "--config", cfgPath, "setup", "claude-code")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -597,5 +597,34 @@ func TestSetupLinesRunInBash(t *testing.T) {
 	want := "<" + command + ">\n<--config>\n<" + cfgPath + ">\n<connect>\n[" + setupToken + "]\n"
 	if string(got) != want {
 		t.Errorf("bash printed\n%q\nwant\n%q", got, want)
+	}
+}
+
+// With mcp.transport unix no client can reach the socket over HTTP: every
+// client's form starts `wraptool connect`, and no URL is printed.
+func TestSetupOnAUnixSocket(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "mcp.sock")
+	cfgPath := filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf("mcp:\n  transport: unix\n  listen: %q\n  request_log: %q\n", socket, filepath.Join(dir, "requests.jsonl"))
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := run(t, nil, "--config", cfgPath, "setup")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "unix socket "+socket) || strings.Contains(out, "http://") {
+		t.Errorf("want the socket and no URL:\n%s", out)
+	}
+	blocks := jsonBlocks(t, out)
+	if len(blocks) != len(setupClients)-2 { // claude-code and codex print a command line instead
+		t.Errorf("%d JSON blocks, want %d", len(blocks), len(setupClients)-2)
+	}
+	for _, b := range blocks {
+		if args, _ := at(b, "mcpServers", "wraptool", "args").([]any); fmt.Sprint(args) != fmt.Sprint([]any{"--config", cfgPath, "connect"}) {
+			t.Errorf("block %v does not start connect", b)
+		}
 	}
 }
