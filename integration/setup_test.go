@@ -45,6 +45,12 @@ func TestUpOnARunningServer(t *testing.T) {
 	if !strings.Contains(out, "codex mcp add wraptool --url "+s.URL+"/mcp --bearer-token-env-var WRAPTOOL_TOKEN") {
 		t.Errorf("up's set-up lacks the codex line:\n%s", out)
 	}
+	// serve beside it is an error that points at setup.
+	_, serveErr, serveCode := runWraptool(t, env, "--config", s.ConfigPath, "serve")
+	if want := "a wraptool already serves mcp.listen "; serveCode != 1 || !strings.Contains(lastLineOf(serveErr), want) ||
+		!strings.Contains(lastLineOf(serveErr), "`wraptool setup` prints its client set-up") {
+		t.Errorf("serve beside a running wraptool: exit %d, %q; want 1 and %q", serveCode, lastLineOf(serveErr), want)
+	}
 }
 
 // up on a port held by a plain TCP listener (no wraptool) exits 1 naming

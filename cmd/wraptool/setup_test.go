@@ -490,15 +490,32 @@ func TestSetupUnknownClient(t *testing.T) {
 // is an error saying so; a missing config says to run up.
 func TestSetupWithAndWithoutAServer(t *testing.T) {
 	t.Parallel()
-	healthz := func(body string) string {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/healthz" {
-				fmt.Fprint(w, body)
-			}
-		}))
+	serve := func(h http.HandlerFunc) string {
+		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
 		return srv.Listener.Addr().String()
 	}
+	healthz := func(body string) string {
+		return serve(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/healthz" {
+				fmt.Fprint(w, body)
+			}
+		})
+	}
+	// A listener that never answers: the probe gives up after 2 s.
+	hang := serve(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	// A redirect to a wraptool's answer is not followed.
+	var redirect string
+	redirect = serve(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			http.Redirect(w, r, "http://"+redirect+"/real", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "ok\nconfinement: off\n")
+	})
+	// An answer far over the probe's 256 bytes is cut, and then is no
+	// wraptool's.
+	huge := healthz("ok\n" + strings.Repeat("x", 1<<20))
 	closed := func() string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -515,6 +532,9 @@ func TestSetupWithAndWithoutAServer(t *testing.T) {
 		{"a running wraptool", healthz("ok\nconfinement: off\n"), "wraptool is serving MCP at http://%s", exitOK},
 		{"no server", closed(), "wraptool is not answering at http://%s now", exitOK},
 		{"another program answering", healthz("hello"), "wraptool is not answering at http://%s now", exitOK},
+		{"a listener that never answers", hang, "wraptool is not answering at http://%s now", exitOK},
+		{"a redirect", redirect, "wraptool is not answering at http://%s now", exitOK},
+		{"a huge answer", huge, "wraptool is not answering at http://%s now", exitOK},
 		{"every interface is reached through loopback", "0.0.0.0:8718", "wraptool is not answering at http://127.0.0.1:8718 now", exitOK},
 		{"port 0", "127.0.0.1:0", "port 0 is chosen anew at each start", exitFailure},
 	} {
