@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,9 +168,10 @@ func TestServeNeverOverwritesConfigOrToken(t *testing.T) {
 	}
 }
 
-// up prints ready-to-paste client set-up for the running server — the
-// claude lines for /mcp and /sse with the header, and mcpServers JSON for
-// both — then serves.
+// up prints ready-to-paste client set-up for the running server, as
+// `setup` does — the claude line for /mcp reading the token from
+// WRAPTOOL_TOKEN, the file forms for every client, the stdio entry — with
+// the token in none of it, then serves.
 func TestUpPrintsClientSetup(t *testing.T) {
 	slow(t, "up's client set-up")
 	t.Parallel()
@@ -190,8 +192,11 @@ func TestUpPrintsClientSetup(t *testing.T) {
 	}
 	token := strings.TrimSpace(string(tokBytes))
 	wants := []string{
-		"claude mcp add --transport http wraptool " + url + `/mcp --header "Authorization: Bearer ` + token + `"`,
-		"claude mcp add --transport sse wraptool " + url + `/sse --header "Authorization: Bearer ` + token + `"`,
+		"wraptool is serving MCP at " + url + "\n",
+		`export WRAPTOOL_TOKEN="$(cat ` + filepath.Join(dir, "mcp-token") + `)"`,
+		"claude mcp add --scope user --transport http wraptool " + url + `/mcp --header "Authorization: Bearer ${WRAPTOOL_TOKEN}"`,
+		"codex mcp add wraptool --url " + url + "/mcp --bearer-token-env-var WRAPTOOL_TOKEN",
+		"(wraptool setup mcp-remote) ==",
 	}
 	out := waitStdout(t, stdout, wants...)
 	for _, want := range wants {
@@ -199,38 +204,47 @@ func TestUpPrintsClientSetup(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	// Every JSON block is an mcpServers entry for this server.
-	var kinds []string
+	if strings.Contains(out, token) {
+		t.Errorf("the set-up holds the token:\n%s", out)
+	}
+	// Every JSON block parses; the stdio entries start this binary with
+	// the config by its absolute path; the others point at this server.
+	stdio := 0
 	for _, block := range regexp.MustCompile(`(?s)\n(\{\n.*?\n\})\n`).FindAllStringSubmatch(out, -1) {
 		var v struct {
 			MCPServers map[string]struct {
-				Type    string            `json:"type"`
-				URL     string            `json:"url"`
-				Headers map[string]string `json:"headers"`
-				Command string            `json:"command"`
-				Args    []string          `json:"args"`
+				URL     string   `json:"url"`
+				HTTPURL string   `json:"httpUrl"`
+				Command string   `json:"command"`
+				Args    []string `json:"args"`
 			} `json:"mcpServers"`
+			Servers map[string]struct {
+				URL string `json:"url"`
+			} `json:"servers"`
+			MCP map[string]struct {
+				URL string `json:"url"`
+			} `json:"mcp"`
 		}
 		if err := json.Unmarshal([]byte(block[1]), &v); err != nil {
 			t.Fatalf("block %q: %v", block[1], err)
 		}
 		e := v.MCPServers["wraptool"]
-		if e.Command != "" {
-			// The stdio entry: this binary, the config by
-			// its absolute path, connect; no token in the client's config.
-			if e.Command != wraptoolBin || strings.Join(e.Args, " ") != "--config "+cfgPath+" connect" || e.Headers != nil {
+		switch {
+		case e.Command == wraptoolBin:
+			if strings.Join(e.Args, " ") != "--config "+cfgPath+" connect" {
 				t.Errorf("stdio entry %+v, want %s --config %s connect", e, wraptoolBin, cfgPath)
 			}
-			kinds = append(kinds, "stdio")
-			continue
+			stdio++
+		case e.Command == "npx": // mcp-remote
+			if !slices.Contains(e.Args, url+"/mcp") {
+				t.Errorf("mcp-remote entry %+v does not point at %s/mcp", e, url)
+			}
+		case e.URL+e.HTTPURL+v.Servers["wraptool"].URL+v.MCP["wraptool"].URL != url+"/mcp":
+			t.Errorf("entry %s does not point at %s/mcp", block[1], url)
 		}
-		if e.Headers["Authorization"] != "Bearer "+token || !strings.HasPrefix(e.URL, url+"/") {
-			t.Errorf("entry %+v does not point at %s with the token", e, url)
-		}
-		kinds = append(kinds, e.Type+" "+strings.TrimPrefix(e.URL, url))
 	}
-	if strings.Join(kinds, ", ") != "http /mcp, sse /sse, stdio" {
-		t.Errorf("mcpServers entries %q, want http /mcp, sse /sse and stdio", kinds)
+	if stdio != 2 {
+		t.Errorf("%d stdio entries (Claude Desktop, the Inspector's file), want 2:\n%s", stdio, out)
 	}
 	if strings.Contains(stderr.String(), token) {
 		t.Errorf("the token leaked into the log:\n%s", stderr)

@@ -118,6 +118,7 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 		a.requestsCommand(),
 		a.checkCommand(),
 		a.connectCommand(),
+		a.setupCommand(),
 		a.versionCommand(),
 		a.helpCommand(),
 	}
@@ -166,14 +167,23 @@ func findCommand(cmds []*ff.Command, name string) *ff.Command {
 // none is close. The name is the operator's own typing, quoted with %q so
 // nothing in it reaches the terminal raw.
 func didYouMean(cmds []*ff.Command, name string) string {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.Name
+	}
+	return closestName(names, name)
+}
+
+// closestName is didYouMean over plain names (setup's clients, say).
+func closestName(names []string, name string) string {
 	best, bestDist := "", 3
-	for _, c := range cmds {
-		d := editDistance(name, c.Name)
-		if len(name) >= 2 && strings.HasPrefix(c.Name, name) {
+	for _, n := range names {
+		d := editDistance(name, n)
+		if len(name) >= 2 && strings.HasPrefix(n, name) {
 			d = min(d, 1)
 		}
 		if d < bestDist {
-			best, bestDist = c.Name, d
+			best, bestDist = n, d
 		}
 	}
 	if best == "" {

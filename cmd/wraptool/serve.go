@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	oklogrun "github.com/oklog/run"
 	"github.com/peterbourgon/ff/v4"
@@ -41,10 +40,11 @@ func (a *app) upCommand() *ff.Command {
 		Usage:     "wraptool up",
 		ShortHelp: "first run: scaffold what is missing, print client set-up, then serve",
 		LongHelp: "The first command to run: writes the starter config and the token files where they\n" +
-			"are missing, prints how to connect each MCP client (the URL and its bearer token, a stdio\n" +
-			"entry for clients that can only start a command) and the review UI's address, then\n" +
-			"serves as serve does. On a config whose server already runs, it prints the set-up and\n" +
-			"exits.\n\n" +
+			"are missing, prints how to connect each MCP client (as `wraptool setup` does: every form\n" +
+			"reads the token from WRAPTOOL_TOKEN, none holds it) and the review UI's address, then\n" +
+			"serves as serve does. On a config whose wraptool already serves, it prints the set-up,\n" +
+			"says it is already serving and exits 0; an address another program holds is an error\n" +
+			"naming it, the config file and mcp.listen.\n\n" +
 			"Example:\n  wraptool up",
 		Flags: ff.NewFlagSet("up").SetParent(a.flags),
 		Exec:  noArgs("up", func(ctx context.Context) error { return a.serve(ctx, a.printClientSetup) }),
@@ -55,7 +55,7 @@ func (a *app) upCommand() *ff.Command {
 // called once the listener is bound, before serving (up prints there). It
 // reads as the architecture: load, install signals and wire, listen, print,
 // run.
-func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
+func (a *app) serve(ctx context.Context, ready func(setupTarget) error) error {
 	path, err := a.configPath()
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (a *app) serve(ctx context.Context, ready func(clientSetup) error) error {
 	closeListeners, err := a.listen(s)
 	defer closeListeners()
 	if err != nil {
-		return err
+		return a.listenFailed(ctx, err, l.Config, path, ready)
 	}
 
 	// Print.
@@ -160,7 +160,7 @@ func (a *app) listen(s *server) (closeAll func(), err error) {
 		}
 	}
 	if err := s.hub.Listen(); err != nil {
-		return closeAll, err
+		return closeAll, &mcpListenError{err}
 	}
 	closers = append(closers, s.hub.Close)
 	if s.admin != nil {
@@ -173,11 +173,13 @@ func (a *app) listen(s *server) (closeAll func(), err error) {
 }
 
 // announce logs where the server serves and hands ready the client set-up.
-func (a *app) announce(s *server, l *config.Loaded, path, confinementWarning string, ready func(clientSetup) error) error {
+func (a *app) announce(s *server, l *config.Loaded, path, confinementWarning string, ready func(setupTarget) error) error {
 	c := l.Config
-	setup := clientSetup{URL: s.hub.URL(), Token: l.MCPToken, ConfigPath: path, Warning: confinementWarning}
+	setup := setupTarget{URL: s.hub.URL(), TokenFile: c.MCP.AuthTokenFile, ConfigPath: path, Warning: confinementWarning}
 	if c.MCP.Transport == "unix" {
 		setup.Socket = c.MCP.Listen
+	} else {
+		setup.Status = "wraptool is serving MCP at " + setup.URL
 	}
 	if s.ui != nil {
 		setup.AdminURL = s.ui.URL()
@@ -209,80 +211,48 @@ func warnAtStart(log *slog.Logger, l *config.Loaded) {
 	}
 }
 
-// clientSetup is what `up` prints once the listeners are bound.
-type clientSetup struct {
-	// URL is the MCP base URL ("" for a unix socket, then Socket).
-	URL, Socket string
-	// Token is the MCP token; "" for none.
-	Token string
-	// AdminURL is the review UI's address (its own host name); "" without
-	// admin.listen.
-	AdminURL string
-	// ConfigPath is the served config, absolute: a stdio client's entry
-	// runs `wraptool --config <it> connect`.
-	ConfigPath string
-	// Warning is printed last: confinement is off.
-	Warning string
+// printClientSetup is up's ready: the set-up of every client, as `setup`
+// prints it, for the server just bound.
+func (a *app) printClientSetup(t setupTarget) error {
+	return a.writeSetup(t, setupClients)
 }
 
-// printClientSetup prints ready-to-paste client configuration for the
-// running server.
-func (a *app) printClientSetup(setup clientSetup) error {
-	w := a.stdout
-	if setup.Warning != "" {
-		defer fmt.Fprintf(w, "\nWARNING: %s\n", setup.Warning)
-	}
-	url, socket, token := setup.URL, setup.Socket, setup.Token
-	if setup.AdminURL != "" {
-		defer fmt.Fprintf(w, "Review the assistant's requests at %s\n"+
-			"(sign in there with the admin token, or open %s?token=<the admin token>)\n", setup.AdminURL, setup.AdminURL)
-	}
-	if socket != "" {
-		fmt.Fprintf(w, "wraptool is serving MCP on the unix socket %s (mode 0600).\n"+
-			"Point a client that speaks MCP over HTTP on a unix socket at http://localhost/mcp or /sse there.\n\n", socket)
-		return a.printStdioEntry(setup.ConfigPath)
-	}
-	header := ""
-	if token != "" {
-		header = " --header \"Authorization: Bearer " + token + "\""
-	}
-	fmt.Fprintf(w, "wraptool is serving MCP at %s\n\n", url)
-	if token != "" {
-		fmt.Fprintf(w, "The lines below contain your MCP token: keep them private.\n\n")
-	}
-	fmt.Fprintf(w, "Claude Code (Streamable HTTP):\n  claude mcp add --transport http wraptool %s/mcp%s\n", url, header)
-	fmt.Fprintf(w, "Claude Code (legacy SSE):\n  claude mcp add --transport sse wraptool %s/sse%s\n\n", url, header)
-	for _, v := range []struct{ title, kind, path string }{
-		{".mcp.json, Cursor, VS Code (Streamable HTTP):", "http", "/mcp"},
-		{"Clients that only speak legacy SSE:", "sse", "/sse"},
-	} {
-		entry := map[string]any{"type": v.kind, "url": url + v.path}
-		if token != "" {
-			entry["headers"] = map[string]string{"Authorization": "Bearer " + token}
-		}
-		if err := printJSON(w, v.title, map[string]any{"mcpServers": map[string]any{"wraptool": entry}}); err != nil {
-			return err
-		}
-	}
-	return a.printStdioEntry(setup.ConfigPath)
-}
+// mcpListenError is the MCP listener's bind failing (not the admin
+// listener's): only then may a wraptool answering at mcp.listen be the
+// reason.
+type mcpListenError struct{ err error }
 
-// printStdioEntry prints the entry of a client that can only start a
-// command: `wraptool --config <abs> connect`, which holds no token in the
-// client's config.
-func (a *app) printStdioEntry(configPath string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find wraptool's own path for the stdio entry: %w", err)
+func (e *mcpListenError) Error() string { return e.err.Error() }
+func (e *mcpListenError) Unwrap() error { return e.err }
+
+// listenFailed explains a bind failure of mcp.listen. An address in use by
+// a wraptool (its /healthz answers as one) is, for up (ready set), the
+// server already running: up prints the set-up as setup does and
+// succeeds. Anything else holding it is an error naming the address, the
+// config file and mcp.listen.
+func (a *app) listenFailed(ctx context.Context, err error, c *config.Config, path string, ready func(setupTarget) error) error {
+	var le *mcpListenError
+	if !errors.As(err, &le) || !errors.Is(err, syscall.EADDRINUSE) || c.MCP.Transport == "unix" {
+		return err
 	}
-	command, note := stdioCommand(exe, a.getenv)
-	title := "Clients that start a command (stdio: desktop apps, IDE plug-ins):"
-	if note != "" {
-		title += "\n" + note
+	url, uerr := listenURL(c.MCP.Listen)
+	if uerr != nil {
+		return err
 	}
-	return printJSON(a.stdout, title, map[string]any{"mcpServers": map[string]any{"wraptool": map[string]any{
-		"command": command, "args": []string{"--config", configPath, "connect"},
-	}}})
+	if !probeWraptool(ctx, url) {
+		return fmt.Errorf("mcp.listen %s is held by another program, which does not answer as a wraptool: stop it, or change mcp.listen in %s (%w)",
+			c.MCP.Listen, path, err)
+	}
+	if ready == nil {
+		return fmt.Errorf("a wraptool already serves mcp.listen %s: `wraptool setup` prints its client set-up; to serve a second one, change mcp.listen in %s (%w)",
+			c.MCP.Listen, path, err)
+	}
+	t, terr := setupTargetOf(c, path)
+	if terr != nil {
+		return terr
+	}
+	t.Status = "wraptool is already serving MCP at " + url + " (config " + path + "): nothing more to start."
+	return ready(t)
 }
 
 // stdioCommand is the command a stdio client's entry starts: the running
@@ -358,13 +328,4 @@ func goBuildCaches(getenv func(string) string) []string {
 		out = append(out, filepath.Join(home, ".cache", "go-build"), filepath.Join(home, "Library", "Caches", "go-build"))
 	}
 	return out
-}
-
-func printJSON(w io.Writer, title string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n%s\n\n", title, data)
-	return err
 }
