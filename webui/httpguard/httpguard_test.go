@@ -793,3 +793,32 @@ func TestDiscardAfter413IsBounded(t *testing.T) {
 		})
 	}
 }
+
+// A client without valid credentials gets nothing of the read that follows
+// a 413: however large the body it declares, its 401 comes at once, with
+// Connection: close, and the connection closes without a byte of the body
+// read. DiscardTimeout is an hour here, so a close within wait did not come
+// from the discard's deadline.
+func TestUnauthenticatedOversizedBodyIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	addr := startGuarded(t, Options{DiscardTimeout: time.Hour})
+	const twenty = "Content-Length: 20000000"
+	tests := []struct {
+		name, head string
+	}{
+		{"no token and a 20 MB body", rawHead(addr, twenty)},
+		{"a wrong token and a 20 MB body", rawHead(addr, twenty, "Authorization: Bearer wrong-token")},
+		{"no token and a chunked body", rawHead(addr, "Transfer-Encoding: chunked")},
+		{"a wrong token and a 20 MB body announced with Expect: 100-continue", rawHead(addr, twenty, "Expect: 100-continue", "Authorization: Bearer wrong-token")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, body, br, c := rawExchange(t, addr, tt.head)
+			if res.StatusCode != 401 || !res.Close {
+				t.Fatalf("got %d %q (Connection: close %v), want 401 with Connection: close", res.StatusCode, body, res.Close)
+			}
+			expectClosed(t, br, c)
+		})
+	}
+}
