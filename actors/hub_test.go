@@ -1400,7 +1400,7 @@ func TestHubSessionsAcrossTokenRotation(t *testing.T) {
 		{"the main token's session is not taken over by the elicit token after the main token rotated",
 			mainToken, bindingSnapshot("main-2", map[string]string{elicitToken: "Desk"}), elicitToken, 403, "belongs to the bearer token"},
 		{"the old main token stops working",
-			mainToken, bindingSnapshot("main-2", map[string]string{elicitToken: "Desk"}), mainToken, 401, "unauthorized"},
+			mainToken, bindingSnapshot("main-2", map[string]string{elicitToken: "Desk"}), mainToken, 401, "does not match this server's token file"},
 		{"an elicit client's session goes on with that client's rotated token",
 			elicitToken, bindingSnapshot(mainToken, map[string]string{"elicit-2": "Desk"}), "elicit-2", 200, `"result"`},
 		{"an elicit client's session is not taken over by the main token after its token rotated",

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/wraptool/wraptool/policy/requests"
@@ -70,10 +71,12 @@ func (u *UI) serveAPI(w http.ResponseWriter, r *http.Request, s site, kind hostK
 	}
 }
 
-// unauthorized answers an API call without valid credentials.
+// unauthorized answers an API call without valid credentials, saying which
+// case it is (no bearer token, or one that is not the admin token) and
+// never what was sent.
 func unauthorized(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("WWW-Authenticate", httpguard.ChallengeFor(r))
-	refuse(w, r, true, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <admin token>")
+	refuse(w, r, true, http.StatusUnauthorized, httpguard.UnauthorizedMessage(r, "the admin token file"))
 }
 
 // splitIDPath splits "{id}/{action}" (still escaped) into its parts.
@@ -191,7 +194,11 @@ func decodeBody(r *http.Request, v any) error {
 
 // withBody runs next with r's body read whole through the guard (413 too
 // large, 408 too slow). Under /api the guard's plain-text refusals are
-// turned into the API's JSON errors.
+// turned into the API's JSON errors; an API call has passed its credentials
+// check, so an oversized body gets its 413 before the rest of it is thrown
+// away (the client, still sending, reads the 413 instead of a reset). The
+// browser's forms are read as ReadBody does, refused at once: the sign-in
+// form carries its credentials in its body.
 func (u *UI) withBody(w http.ResponseWriter, r *http.Request, api bool, next http.HandlerFunc) {
 	if !api {
 		u.guard.ReadBody(next).ServeHTTP(w, r)
@@ -199,11 +206,11 @@ func (u *UI) withBody(w http.ResponseWriter, r *http.Request, api bool, next htt
 	}
 	reached := false
 	jw := &refusalWriter{ResponseWriter: w}
-	u.guard.ReadBody(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	u.guard.ReadAuthenticatedBody(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		reached = true
 		next(w, r)
 	})).ServeHTTP(jw, r)
-	if !reached && jw.status != 0 {
+	if !reached && jw.status != 0 && !jw.sent {
 		writeError(w, jw.status, strings.TrimSpace(jw.body.String()))
 	}
 }
@@ -215,6 +222,28 @@ type refusalWriter struct {
 	http.ResponseWriter
 	status int
 	body   bytes.Buffer
+	sent   bool // FlushError sent the refusal
+}
+
+// FlushError sends the refusal held so far, as the API's JSON error, when
+// the guard flushes it: the guard sends a 413 out before it reads the rest
+// of the body, and the client must have it then, whole, with a
+// Content-Length of the JSON (the guard's own counted its plain text).
+func (rw *refusalWriter) FlushError() error {
+	if rw.status != 0 && !rw.sent {
+		rw.sent = true
+		data, err := json.Marshal(map[string]string{"error": strings.TrimSpace(rw.body.String())})
+		if err != nil {
+			return err
+		}
+		data = append(data, '\n')
+		h := rw.Header()
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("Content-Length", strconv.Itoa(len(data)))
+		rw.ResponseWriter.WriteHeader(rw.status)
+		rw.ResponseWriter.Write(data)
+	}
+	return http.NewResponseController(rw.ResponseWriter).Flush()
 }
 
 func (rw *refusalWriter) WriteHeader(status int)      { rw.status = status }

@@ -6,8 +6,14 @@
 //
 // A refused request is answered at once and its connection closed, without
 // reading its body: a client that announces a body and never sends it holds
-// nothing. An admitted request reaches its handler with the body whole in
-// memory and no read deadline left, so a long response is never cut.
+// nothing. The one exception is a body too large from a client whose
+// credentials were valid: it gets its 413 at once, and then the rest of its
+// body is read and thrown away, within a bound and a deadline, before the
+// connection closes. A client still sending when a server closes meets a
+// connection reset, which also throws away the 413 it had not read yet, so
+// without that read it would never learn why. An admitted request reaches
+// its handler with the body whole in memory and no read deadline left, so a
+// long response is never cut.
 //
 // A Guard is immutable once New returns and safe for concurrent use. It
 // calls Options.Token on every request, from many goroutines at once.
@@ -37,6 +43,15 @@ const (
 	// DefaultBodyTimeout frees a connection whose client declares a body
 	// and then stalls.
 	DefaultBodyTimeout = 30 * time.Second
+	// DefaultDiscardBytes bounds what is read and thrown away of an
+	// oversized body after its 413 (nginx's lingering close does the
+	// same): enough for a tool argument pasted many times over, while a
+	// client sending more than that is not worth the bandwidth.
+	DefaultDiscardBytes = 64 << 20
+	// DefaultDiscardTimeout bounds how long that read may take, from the
+	// 413 on, whatever the client sends meanwhile: a client trickling
+	// its body (slowloris) holds the connection no longer.
+	DefaultDiscardTimeout = 10 * time.Second
 	// Challenge is the WWW-Authenticate value of a 401 to a request that
 	// sent no credentials, telling a client which ones to send; a handler
 	// that answers its own 401s (the admin API) sends it too, so both
@@ -51,6 +66,19 @@ const (
 	// a wrong token looks like a server that wants an OAuth sign-in.
 	InvalidTokenChallenge = Challenge + `, error="invalid_token", error_description="the bearer token does not match this server's token file"`
 )
+
+// UnauthorizedMessage is the body of a 401 to r, saying which case it is:
+// "no bearer token" when r sent no Authorization header, else that the
+// bearer token does not match file (a phrase such as "this server's token
+// file"), by the same test as ChallengeFor. It never repeats what r sent:
+// clients show this body in their logs, and a token that is wrong here may
+// be right elsewhere.
+func UnauthorizedMessage(r *http.Request, file string) string {
+	if r.Header.Get("Authorization") == "" {
+		return "no bearer token"
+	}
+	return "the bearer token does not match " + file
+}
 
 // ChallengeFor is the WWW-Authenticate value of a 401 to r:
 // InvalidTokenChallenge when r sent an Authorization header (whatever its
@@ -89,22 +117,35 @@ type Options struct {
 	// BodyTimeout bounds how long a request body may take to arrive (408
 	// beyond); zero or less means DefaultBodyTimeout.
 	BodyTimeout time.Duration
+	// DiscardBytes bounds how much of an oversized body is read and thrown
+	// away after its 413, on a request whose credentials were valid (see
+	// ReadAuthenticatedBody); it counts against no other limit. A body
+	// declared longer than that is refused at once instead. Zero or less
+	// means DefaultDiscardBytes.
+	DiscardBytes int64
+	// DiscardTimeout bounds how long that read may take from the 413 on;
+	// it replaces BodyTimeout's deadline. Zero or less means
+	// DefaultDiscardTimeout.
+	DiscardTimeout time.Duration
 }
 
 // Guard refuses, before a handler runs, what Options rule out. Build it
 // with New.
 type Guard struct {
-	hosts       map[string]bool // lower case; nil: no DNS-rebinding check
-	token       func() string
-	others      func() []string
-	maxBody     int64
-	bodyTimeout time.Duration
+	hosts          map[string]bool // lower case; nil: no DNS-rebinding check
+	token          func() string
+	others         func() []string
+	maxBody        int64
+	bodyTimeout    time.Duration
+	discardBytes   int64
+	discardTimeout time.Duration
 }
 
 // New returns a Guard enforcing o; nil means defaults throughout (no host
 // check, no authentication, the default body limits). It copies o.Hosts.
 func New(o *Options) *Guard {
-	g := &Guard{token: func() string { return "" }, maxBody: DefaultMaxBodyBytes, bodyTimeout: DefaultBodyTimeout}
+	g := &Guard{token: func() string { return "" }, maxBody: DefaultMaxBodyBytes, bodyTimeout: DefaultBodyTimeout,
+		discardBytes: DefaultDiscardBytes, discardTimeout: DefaultDiscardTimeout}
 	if o == nil {
 		return g
 	}
@@ -124,16 +165,22 @@ func New(o *Options) *Guard {
 	if o.BodyTimeout > 0 {
 		g.bodyTimeout = o.BodyTimeout
 	}
+	if o.DiscardBytes > 0 {
+		g.discardBytes = o.DiscardBytes
+	}
+	if o.DiscardTimeout > 0 {
+		g.discardTimeout = o.DiscardTimeout
+	}
 	return g
 }
 
 // Wrap guards next with every check, cheapest first, in this fixed
 // order: the DNS-rebinding check (403), the bearer token (401 with
-// ChallengeFor), then the body (413 too large, 408 too slow, 400 broken). So
-// a client with neither the name nor the token never makes the server read a
-// byte of its body.
+// ChallengeFor), then the body (413 too large, 408 too slow, 400 broken), as
+// ReadAuthenticatedBody reads it. So a client with neither the name nor the
+// token never makes the server read a byte of its body.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
-	return g.CheckHost(g.checkToken(g.ReadBody(next)))
+	return g.CheckHost(g.checkToken(g.ReadAuthenticatedBody(next)))
 }
 
 // Methods describes the methods a guarded route serves: for r it reports
@@ -152,7 +199,7 @@ type Methods func(r *http.Request) (serves bool, allow string)
 // back to legacy SSE only on 404 or 405) into an OAuth sign-in instead of
 // its fallback.
 func (g *Guard) WrapMethods(methods Methods, next http.Handler) http.Handler {
-	inner := g.checkToken(g.ReadBody(next))
+	inner := g.checkToken(g.ReadAuthenticatedBody(next))
 	return g.CheckHost(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ok, allow := methods(r); !ok {
 			w.Header().Set("Allow", allow)
@@ -167,7 +214,7 @@ func (g *Guard) WrapMethods(methods Methods, next http.Handler) http.Handler {
 // Host, or Origin when it sends one, is not in Options.Hosts. A handler
 // that authenticates by other means than the bearer token (the admin UI's
 // session cookie) keeps Wrap's order with CheckHost, its own check, then
-// ReadBody.
+// ReadAuthenticatedBody (or ReadBody where the credentials are in the body).
 func (g *Guard) CheckHost(next http.Handler) http.Handler {
 	if g.hosts == nil {
 		return next
@@ -201,7 +248,7 @@ func (g *Guard) checkToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tok := g.token(); tok != "" && !g.accepted(r.Header.Get("Authorization"), tok) {
 			w.Header().Set("WWW-Authenticate", ChallengeFor(r))
-			Refuse(w, r, http.StatusUnauthorized, "unauthorized: send Authorization: Bearer <token>")
+			Refuse(w, r, http.StatusUnauthorized, UnauthorizedMessage(r, "this server's token file"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -222,18 +269,43 @@ func (g *Guard) accepted(header, tok string) bool {
 	return ok
 }
 
-// ReadBody is Wrap's last step alone (see CheckHost for composing it): it
-// reads a request's body whole, up to Options.MaxBodyBytes and within
-// Options.BodyTimeout, then clears the read deadline and hands next the
-// body in memory with its ContentLength. So next, even one that streams its
-// answer or runs long, never meets the deadline, and a client cannot stall
-// it halfway through a body. A body that fails is refused: 413 too large,
-// 408 too slow, 400 broken.
+// ReadBody reads a request's body whole, up to Options.MaxBodyBytes and
+// within Options.BodyTimeout, then clears the read deadline and hands next
+// the body in memory with its ContentLength. So next, even one that streams
+// its answer or runs long, never meets the deadline, and a client cannot
+// stall it halfway through a body. A body that fails is refused at once:
+// 413 too large, 408 too slow, 400 broken. It is the step for a request
+// whose credentials have not been checked (a sign-in form carries them in
+// its body): such a client gets nothing more of the server's time.
 func (g *Guard) ReadBody(next http.Handler) http.Handler {
+	return g.readBodyThen(next, false)
+}
+
+// ReadAuthenticatedBody is ReadBody for a request whose credentials were
+// valid, Wrap's last step (see CheckHost for composing it alone). It differs
+// in one case: a body too large gets its 413 written out at once, and then
+// the rest of the body is read and thrown away, up to Options.DiscardBytes
+// and within Options.DiscardTimeout, before the connection closes. A client
+// still sending when the server closes gets a connection reset, and its
+// kernel drops the 413 it had not read yet with it: the client would only
+// learn that the connection broke. A body declared longer than the discard
+// bound, or announced with Expect: 100-continue (the client waits before
+// sending it, and a final answer tells it not to), is refused at once.
+func (g *Guard) ReadAuthenticatedBody(next http.Handler) http.Handler {
+	return g.readBodyThen(next, true)
+}
+
+// readBodyThen is ReadBody, or with discard ReadAuthenticatedBody.
+func (g *Guard) readBodyThen(next http.Handler, discard bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hasBody(r) {
+			raw := r.Body
 			body, status, msg := g.readBody(w, r)
-			if status != 0 {
+			switch {
+			case status == http.StatusRequestEntityTooLarge && discard:
+				g.refuseDiscarding(w, r, raw, msg)
+				return
+			case status != 0:
 				Refuse(w, r, status, msg)
 				return
 			}
@@ -241,6 +313,51 @@ func (g *Guard) ReadBody(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseDiscarding answers r with 413 and msg, sends that answer out, and
+// then reads what is left of raw, r's body as net/http gave it, throwing it
+// away, so that the client finishes sending and reads the 413 before the
+// connection closes, rather than a reset. The read stops at
+// Options.DiscardBytes and at Options.DiscardTimeout, whichever comes first;
+// the connection then closes whatever the client is still sending.
+func (g *Guard) refuseDiscarding(w http.ResponseWriter, r *http.Request, raw io.Reader, msg string) {
+	if r.ContentLength > g.discardBytes || expectsContinue(r) && r.ContentLength > g.maxBody {
+		Refuse(w, r, http.StatusRequestEntityTooLarge, msg)
+		return
+	}
+	rc := http.NewResponseController(w)
+	// Connection: close already keeps net/http from draining the body
+	// itself before the answer goes out (it would give up after 256 KiB
+	// and close); full duplex says in so many words that the body is read
+	// after the answer is written. A writer that cannot (a test's
+	// recorder) needs neither.
+	w.Header().Set("Connection", "close")
+	rc.EnableFullDuplex()
+	// http.Error drops a Content-Length; without one the flushed answer
+	// would be chunked, and its end would wait for the read below.
+	text := msg + "\n"
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(text)))
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	io.WriteString(w, text)
+	rc.Flush()
+	rc.SetReadDeadline(time.Now().Add(g.discardTimeout))
+	n, err := io.Copy(io.Discard, io.LimitReader(raw, g.discardBytes))
+	if err != nil || n == g.discardBytes {
+		// The bound or the deadline ended the read (or the body broke):
+		// nothing more is read, not even by net/http, which would wait up
+		// to 256 KiB more for the body's end when it closes it.
+		rc.SetReadDeadline(time.Now())
+	}
+}
+
+// expectsContinue reports whether r asks, with Expect: 100-continue, to be
+// told before it sends its body.
+func expectsContinue(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Expect"), "100-continue")
 }
 
 // readBody reads r's body whole under the body deadline and then clears

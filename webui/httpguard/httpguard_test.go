@@ -2,6 +2,7 @@ package httpguard
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -140,11 +141,11 @@ func TestWrap(t *testing.T) {
 		{"the token with the scheme in lower case is served", &Options{Token: token},
 			guardRequest{auth: "bearer secret-token"}, 200, ""},
 		{"no token is refused with 401", &Options{Token: token},
-			guardRequest{}, 401, "unauthorized: send Authorization: Bearer <token>"},
+			guardRequest{}, 401, "no bearer token"},
 		{"a wrong token is refused with 401", &Options{Token: token},
-			guardRequest{auth: "Bearer wrong-token"}, 401, ""},
+			guardRequest{auth: "Bearer wrong-token"}, 401, "the bearer token does not match this server's token file"},
 		{"the token under another scheme is refused with 401", &Options{Token: token},
-			guardRequest{auth: "Basic secret-token"}, 401, ""},
+			guardRequest{auth: "Basic secret-token"}, 401, "the bearer token does not match this server's token file"},
 		{"a Token returning nothing means no authentication", &Options{Token: func() string { return "" }},
 			guardRequest{}, 200, ""},
 		{"a body reaches the handler whole, with its length", &Options{MaxBodyBytes: 5},
@@ -358,11 +359,13 @@ func expectClosed(t *testing.T, br *bufio.Reader, c net.Conn) {
 // sends it must not hold a connection (and its file descriptor). Checks run
 // in the order DNS-rebinding 403, 401, 413. The guard runs with the default
 // BodyTimeout (30 s), far beyond wait, so an answer within wait did not
-// come from the body deadline.
+// come from the body deadline. The 413 too is answered at once; its
+// connection then waits for the body to be thrown away, up to
+// DiscardTimeout (short here; TestDiscardAfter413IsBounded shows it).
 func TestWrapRefusesInOrderWithoutWaitingForTheBody(t *testing.T) {
 	t.Parallel()
 	addr := startRaw(t, func(hosts []string) http.Handler {
-		g := New(&Options{Hosts: hosts, Token: func() string { return "secret-token" }})
+		g := New(&Options{Hosts: hosts, Token: func() string { return "secret-token" }, DiscardTimeout: 200 * time.Millisecond})
 		return g.Deadline(g.Wrap(echo))
 	})
 	huge := fmt.Sprintf("Content-Length: %d", DefaultMaxBodyBytes+1)
@@ -456,7 +459,7 @@ func TestWrapMethodsRefusesInOrder(t *testing.T) {
 		return r.Method == http.MethodGet || r.Method == http.MethodPost && r.URL.Query().Get("sessionid") != "", "GET"
 	}
 	addr := startRaw(t, func(hosts []string) http.Handler {
-		g := New(&Options{Hosts: hosts, Token: func() string { return "secret-token" }})
+		g := New(&Options{Hosts: hosts, Token: func() string { return "secret-token" }, DiscardTimeout: 200 * time.Millisecond})
 		return g.Deadline(g.WrapMethods(sse, echo))
 	})
 	head := func(method, target string, lines ...string) string {
@@ -585,5 +588,237 @@ func TestBodyTimeoutSparesLongResponses(t *testing.T) {
 		if _, body := get(t, srv, req); body != "early late" {
 			t.Errorf("request with body %q: response %q, want %q", req.body, body, "early late")
 		}
+	}
+}
+
+// A 401 says which case it is, whole (a client shows this body as its
+// error), and never repeats the token it was sent: the body is compared
+// whole, so nothing of what was sent can be in it.
+func TestUnauthorizedBodySaysWhichCase(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(New(&Options{Token: func() string { return "secret-token" }}).Wrap(echo))
+	t.Cleanup(srv.Close)
+	const wrong = "the bearer token does not match this server's token file\n"
+	tests := []struct {
+		name, auth, want string
+	}{
+		{"no Authorization header is no bearer token", "", "no bearer token\n"},
+		{"a wrong token does not match the token file", "Bearer wrong-token-4f1c", wrong},
+		{"an empty bearer does not match the token file", "Bearer ", wrong},
+		{"another scheme does not match the token file", "Basic d3JvbmctdG9rZW4tNGYxYw==", wrong},
+		{"a token with markup is not echoed", "Bearer <script>wrong-token-4f1c</script>", wrong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, body := get(t, srv, guardRequest{auth: tt.auth})
+			if res.StatusCode != 401 || body != tt.want {
+				t.Fatalf("got %d %q, want 401 %q", res.StatusCode, body, tt.want)
+			}
+		})
+	}
+}
+
+// startGuarded serves Deadline(Wrap(echo)) with the token "secret-token",
+// as the hub does, on a loopback port, and returns its address.
+func startGuarded(t *testing.T, o Options) string {
+	t.Helper()
+	return startRaw(t, func(hosts []string) http.Handler {
+		o.Hosts, o.Token = hosts, func() string { return "secret-token" }
+		g := New(&o)
+		return g.Deadline(g.Wrap(echo))
+	})
+}
+
+// An authenticated client sending a body over the limit reads its 413 and
+// its reason, not a connection reset, whether it reads the answer while it
+// sends (net/http's client) or only once it has sent everything (a simple
+// client): the guard reads and throws away the rest of the body before the
+// connection closes. Without that read, the server closes with the
+// client's bytes unread, the kernel answers them with a reset, and the
+// client's kernel drops the 413 it had received but not yet read.
+func TestOversizedAuthenticatedBodyGets413(t *testing.T) {
+	t.Parallel()
+	addr := startGuarded(t, Options{})
+	const wantBody = "request body too large: the limit is 4194304 bytes\n"
+	tests := []struct {
+		name    string
+		size    int
+		chunked bool
+	}{
+		{"a 5 MB body with a Content-Length", 5_000_000, false},
+		{"a 20 MB body with a Content-Length", 20_000_000, false},
+		{"a 5 MB chunked body without a Content-Length", 5_000_000, true},
+		{"a 20 MB chunked body without a Content-Length", 20_000_000, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+", read while sending", func(t *testing.T) {
+			t.Parallel()
+			var body io.Reader = bytes.NewReader(bytes.Repeat([]byte("a"), tt.size))
+			if tt.chunked {
+				body = io.MultiReader(body)
+			}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer secret-token")
+			client := &http.Client{Timeout: wait}
+			res, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("POST: %v, want a 413", err)
+			}
+			defer res.Body.Close()
+			got, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatalf("read the 413's body: %v", err)
+			}
+			if res.StatusCode != 413 || string(got) != wantBody || !res.Close {
+				t.Errorf("got %d %q (Connection: close %v), want 413 %q with Connection: close", res.StatusCode, got, res.Close, wantBody)
+			}
+		})
+		t.Run(tt.name+", read after sending", func(t *testing.T) {
+			t.Parallel()
+			var msg bytes.Buffer
+			if tt.chunked {
+				msg.WriteString(rawHead(addr, "Authorization: Bearer secret-token", "Transfer-Encoding: chunked"))
+				chunk := bytes.Repeat([]byte("a"), 1<<20)
+				for left := tt.size; left > 0; left -= len(chunk) {
+					c := chunk[:min(len(chunk), left)]
+					fmt.Fprintf(&msg, "%x\r\n%s\r\n", len(c), c)
+				}
+				msg.WriteString("0\r\n\r\n")
+			} else {
+				msg.WriteString(rawHead(addr, "Authorization: Bearer secret-token", fmt.Sprintf("Content-Length: %d", tt.size)))
+				msg.Write(bytes.Repeat([]byte("a"), tt.size))
+			}
+			res, got, br, c := rawExchange(t, addr, msg.String())
+			if res.StatusCode != 413 || got != wantBody || !res.Close {
+				t.Errorf("got %d %q (Connection: close %v), want 413 %q with Connection: close", res.StatusCode, got, res.Close, wantBody)
+			}
+			expectClosed(t, br, c)
+		})
+	}
+}
+
+// The read that follows a 413 is bounded: a client trickling its body
+// holds the connection until DiscardTimeout, no longer; a body sent past
+// DiscardBytes is read no further; a body declared longer than
+// DiscardBytes, or one the client waits to be asked for (Expect:
+// 100-continue), is refused at once, its bytes never read. The 413 comes
+// first in each case. BodyTimeout stays at its default (30 s, beyond
+// wait): an end within wait came from the discard bounds.
+func TestDiscardAfter413IsBounded(t *testing.T) {
+	t.Parallel()
+	const discardTimeout = 300 * time.Millisecond
+	addr := startGuarded(t, Options{MaxBodyBytes: 100, DiscardBytes: 1 << 20, DiscardTimeout: discardTimeout})
+	auth := "Authorization: Bearer secret-token"
+	tests := []struct {
+		name string
+		head string
+		// first is sent with the head; then trickle is sent, a byte
+		// every few milliseconds, until the connection closes.
+		first   string
+		trickle bool
+		// flood sends this many more bytes, as fast as the server takes
+		// them, until the connection closes.
+		flood       int
+		wantAtLeast time.Duration // the connection stays open this long
+	}{
+		{"a body trickled past the deadline is cut at DiscardTimeout",
+			rawHead(addr, auth, "Content-Length: 1000000"), strings.Repeat("a", 101), true, 0, discardTimeout},
+		{"a chunked body trickled past the deadline is cut at DiscardTimeout",
+			rawHead(addr, auth, "Transfer-Encoding: chunked"), "f4240\r\n" + strings.Repeat("a", 101), true, 0, discardTimeout},
+		{"a chunked body past DiscardBytes is read no further",
+			rawHead(addr, auth, "Transfer-Encoding: chunked"), "8000000\r\n", false, 4 << 20, 0},
+		{"a body declared past DiscardBytes is refused at once",
+			rawHead(addr, auth, fmt.Sprintf("Content-Length: %d", 1<<21)), "", false, 0, 0},
+		{"a body sent only when asked for (Expect: 100-continue) is refused at once",
+			rawHead(addr, auth, "Content-Length: 1000", "Expect: 100-continue"), "", false, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := net.DialTimeout("tcp", addr, wait)
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.SetDeadline(time.Now().Add(wait))
+			start := time.Now()
+			if _, err := io.WriteString(c, tt.head+tt.first); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			stop := make(chan struct{})
+			sent := make(chan struct{})
+			go func() {
+				defer close(sent)
+				tick := time.NewTicker(10 * time.Millisecond)
+				defer tick.Stop()
+				flood := bytes.Repeat([]byte("a"), 64<<10)
+				for left := tt.flood; tt.trickle || left > 0; left -= len(flood) {
+					var err error
+					if tt.trickle {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+						}
+						_, err = c.Write([]byte("a"))
+					} else {
+						_, err = c.Write(flood)
+					}
+					if err != nil {
+						return // the server closed: what the test waits for
+					}
+				}
+			}()
+			t.Cleanup(func() { close(stop); <-sent })
+			br := bufio.NewReader(c)
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no response: %v", err)
+			}
+			body, err := io.ReadAll(res.Body)
+			if err != nil {
+				t.Fatalf("read the response's body: %v", err)
+			}
+			if res.StatusCode != 413 || !strings.Contains(string(body), "the limit is 100 bytes") {
+				t.Fatalf("got %d %q, want 413 saying the limit", res.StatusCode, body)
+			}
+			expectClosed(t, br, c)
+			if elapsed := time.Since(start); elapsed < tt.wantAtLeast {
+				t.Errorf("closed after %v, want no sooner than %v", elapsed, tt.wantAtLeast)
+			}
+		})
+	}
+}
+
+// A client without valid credentials gets nothing of the read that follows
+// a 413: however large the body it declares, its 401 comes at once, with
+// Connection: close, and the connection closes without a byte of the body
+// read. DiscardTimeout is an hour here, so a close within wait did not come
+// from the discard's deadline.
+func TestUnauthenticatedOversizedBodyIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	addr := startGuarded(t, Options{DiscardTimeout: time.Hour})
+	const twenty = "Content-Length: 20000000"
+	tests := []struct {
+		name, head string
+	}{
+		{"no token and a 20 MB body", rawHead(addr, twenty)},
+		{"a wrong token and a 20 MB body", rawHead(addr, twenty, "Authorization: Bearer wrong-token")},
+		{"no token and a chunked body", rawHead(addr, "Transfer-Encoding: chunked")},
+		{"a wrong token and a 20 MB body announced with Expect: 100-continue", rawHead(addr, twenty, "Expect: 100-continue", "Authorization: Bearer wrong-token")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, body, br, c := rawExchange(t, addr, tt.head)
+			if res.StatusCode != 401 || !res.Close {
+				t.Fatalf("got %d %q (Connection: close %v), want 401 with Connection: close", res.StatusCode, body, res.Close)
+			}
+			expectClosed(t, br, c)
+		})
 	}
 }
