@@ -264,21 +264,12 @@ func (c *sseInitConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // beforeInitialize reports whether req is one a client may send before
-// initialize without being initialised for: a ping, and the newer
-// protocol's server/discover and per-request metadata (with which clients
-// such as the MCP SDK's probe a server before they initialize).
+// initialize without being initialised for: a ping, and server/discover,
+// with which clients of the newer protocol (the MCP SDK's among them) probe
+// a server before they fall back to initialize. The newer protocol's
+// per-request metadata does not count: it is not served over legacy SSE.
 func beforeInitialize(req *jsonrpc.Request) bool {
-	if req.Method == "ping" || req.Method == "server/discover" {
-		return true
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(req.Params, &p) != nil {
-		return false
-	}
-	_, ok := p.Meta[mcp.MetaKeyProtocolVersion]
-	return ok
+	return req.Method == "ping" || req.Method == "server/discover"
 }
 
 func (c *sseInitConn) Write(ctx context.Context, msg jsonrpc.Message) error {

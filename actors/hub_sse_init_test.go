@@ -403,3 +403,38 @@ func TestSSEClientThatInitialisesIsUntouched(t *testing.T) {
 	}
 	noErrorLogged(t, h)
 }
+
+// What a client may send before initialize leaves initialising to the
+// client: its own initialize after a ping or a server/discover probe is
+// the session's, with no duplicate.
+func TestSSEProbesBeforeInitializeLeaveItToTheClient(t *testing.T) {
+	t.Parallel()
+	for _, probe := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+	} {
+		t.Run(probe, func(t *testing.T) {
+			t.Parallel()
+			h := startHub(t, "secret-token")
+			s := h.openSSEEvents(t, "secret-token")
+			defer s.close()
+			for _, p := range []string{probe, strings.Replace(initializeBody, `"id":1`, `"id":2`, 1),
+				`{"jsonrpc":"2.0","method":"notifications/initialized"}`, fmt.Sprintf(sseListTools, 3)} {
+				if res := h.postSSE(t, s.id, "secret-token", p); res.status != http.StatusAccepted {
+					t.Fatalf("POST %s: status %d (%s), want 202", p, res.status, res.body)
+				}
+			}
+			got := s.answers(t, "1", "2", "3")
+			for _, id := range []string{"2", "3"} {
+				if got[id].Error != nil {
+					t.Errorf("the answer to %s is an error: %s", id, got[id].Error.Message)
+				}
+			}
+			if lines := h.sink.lines("initialising a legacy SSE session"); len(lines) > 0 {
+				t.Errorf("the hub initialised a session whose client did:\n%s", strings.Join(lines, "\n"))
+			}
+			sessionNamed(t, h.server, "test")
+			noErrorLogged(t, h)
+		})
+	}
+}
