@@ -26,7 +26,7 @@ func (h *Hub) Handler() http.Handler {
 		BodyTimeout:  h.bodyTimeout,
 	})
 	getServer := func(*http.Request) *mcp.Server { return h.server }
-	sse := mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: MaxBodyBytes})
+	sse := h.newSSEHandler() // legacy SSE; initialises a reconnected stream's session for its client
 	streamable := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      SessionTimeout,
 		MaxRequestBodyBytes: MaxBodyBytes,
