@@ -122,7 +122,9 @@ func (h *Hub) tokenValid(digest [sha256.Size]byte) bool {
 // gateStreamable refuses, before the SDK sees it, a request on a
 // Streamable HTTP session (POST, GET stream, DELETE) that belongs to
 // another token (403), or that names a session the hub never bound (404,
-// as the SDK answers an unknown id; the client initializes anew). So
+// as the SDK answers an unknown id; the client initializes anew), unless
+// the session is one the last run kept for a restart, which restore brings
+// back first. So
 // whether a session is asked to approve never depends on one request's
 // header: every request that reaches it carries a token of its role. A
 // request without a session id goes on with its credential, which the
@@ -131,7 +133,15 @@ func (h *Hub) gateStreamable(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cred := h.credential(r)
 		if id := r.Header.Get(sessionHeader); id != "" {
-			if status, msg := h.streams.admit(id, cred, h.tokenValid); status != 0 {
+			status, msg := h.streams.admit(id, cred, h.tokenValid)
+			if status == http.StatusNotFound {
+				// Unknown here, perhaps known to the last run: restored
+				// on its own token, refused on another, else not found.
+				if status, msg = h.streams.restore(r, id, cred, next); status == 0 {
+					status, msg = h.streams.admit(id, cred, h.tokenValid)
+				}
+			}
+			if status != 0 {
 				refuseSession(w, r, status, msg)
 				return
 			}

@@ -106,8 +106,12 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	)
 	// The MCP server: the SDK's, whose tools the registry manages and whose
 	// sessions the hub serves.
+	var sessions *actors.Sessions
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
 		Logger: slog.New(actors.Quieter{Handler: log.Handler()}).With("component", "mcp"),
+		// The session table chooses ids, so a session kept from the last
+		// run comes back under its own (sessions is set before serving).
+		GetSessionID: func() string { return sessions.NextID() },
 		Capabilities: &mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
 			// Deprecated from protocol 2026-07-28 on, but clients on the
@@ -161,7 +165,8 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		Snapshots: published, UpstreamsChanged: upstreamChanged, Offers: offers, Ready: upstreamsReady, Getenv: a.getenv,
 		Reaper: reaper, Timing: a.upstreamTiming, Version: buildVersion(), Log: log,
 	})
-	s.sessions = actors.NewSessions(actors.SessionsOptions{Server: mcpServer, Log: log})
+	sessions = actors.NewSessions(actors.SessionsOptions{Server: mcpServer, Path: config.SessionsPath(l.Config.MCP.RequestLog), Log: log})
+	s.sessions = sessions
 	s.hub = actors.NewHub(mcpServer, actors.HubOptions{
 		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: published, Ready: upstreamsReady,
 		Sessions: s.sessions, KillCalls: killCalls,
