@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/wraptool/wraptool/actors/sessionstore"
 	"github.com/wraptool/wraptool/webui/httpguard"
 )
 
@@ -119,6 +122,23 @@ func (h *Hub) tokenValid(digest [sha256.Size]byte) bool {
 	return valid
 }
 
+// storedTokenValid reports whether d, a stored session's token digest, is
+// of a token the config holds now.
+func (h *Hub) storedTokenValid(d sessionstore.Digest) bool {
+	if h.snapshots == nil {
+		return false
+	}
+	snap := h.snapshots.Current()
+	valid := 0
+	for _, tok := range append(slices.Collect(maps.Keys(snap.ElicitTokens)), snap.MCPToken) {
+		if tok != "" {
+			want := sessionstore.TokenDigest(sha256.Sum256([]byte(tok)))
+			valid |= subtle.ConstantTimeCompare(want[:], d[:])
+		}
+	}
+	return valid == 1
+}
+
 // gateStreamable refuses, before the SDK sees it, a request on a
 // Streamable HTTP session (POST, GET stream, DELETE) that belongs to
 // another token (403), or that names a session the hub never bound (404,
@@ -137,7 +157,7 @@ func (h *Hub) gateStreamable(next http.Handler) http.Handler {
 			if status == http.StatusNotFound {
 				// Unknown here, perhaps known to the last run: restored
 				// on its own token, refused on another, else not found.
-				if status, msg = h.streams.restore(r, id, cred, next); status == 0 {
+				if status, msg = h.streams.restore(r, id, cred, h.storedTokenValid, next); status == 0 {
 					status, msg = h.streams.admit(id, cred, h.tokenValid)
 				}
 			}

@@ -124,11 +124,14 @@ func (sw *Sessions) records(now time.Time) []sessionstore.Record {
 	return out
 }
 
-// flush writes the file when what it should hold changed.
+// flush writes the file when what it should hold changed. Flushes are
+// serialised: Run's, and a test's.
 func (sw *Sessions) flush(now time.Time) {
 	if sw.path == "" {
 		return
 	}
+	sw.flushing.Lock()
+	defer sw.flushing.Unlock()
 	data := sessionstore.Encode(sw.records(now))
 	if bytes.Equal(data, sw.written) {
 		return
@@ -147,8 +150,12 @@ func (sw *Sessions) flush(now time.Time) {
 // 0 once the session is back, 404 when no fresh record has that id (the
 // client initializes anew, as after any lost session), and 403 when the
 // record belongs to another token or role: a session belongs to its token,
-// and the record stays for the request that carries it.
-func (sw *Sessions) restore(orig *http.Request, id string, cred binding, next http.Handler) (int, string) {
+// and the record stays for the request that carries it. A record whose
+// token the config no longer holds (valid says which stored digests are of
+// a token it holds now) can never be claimed: it is dropped and the
+// answer is 404, so the client of a rotated token initializes anew rather
+// than stopping at a refusal.
+func (sw *Sessions) restore(orig *http.Request, id string, cred binding, valid func(sessionstore.Digest) bool, next http.Handler) (int, string) {
 	sw.restoring.Lock()
 	defer sw.restoring.Unlock()
 	sw.mu.Lock()
@@ -165,8 +172,13 @@ func (sw *Sessions) restore(orig *http.Request, id string, cred binding, next ht
 	switch {
 	case !ok:
 		return http.StatusNotFound, "session not found"
-	case !r.Matches(cred.digest) || r.Role != cred.role:
+	case !r.Matches(cred.digest) && !valid(r.Digest):
+		sw.forget(id)
+		return http.StatusNotFound, "session not found"
+	case !r.Matches(cred.digest):
 		return http.StatusForbidden, refuseOtherToken
+	case r.Role != cred.role:
+		return http.StatusForbidden, refuseRoleChanged
 	}
 	var params mcp.InitializeParams
 	if json.Unmarshal(r.Params, &params) != nil {

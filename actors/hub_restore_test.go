@@ -24,7 +24,8 @@ type restoreHarness struct {
 	path     string
 }
 
-// startRestoreHub runs a hub on token whose stored sessions file already
+// startRestoreHub runs a hub on token (and elicitToken, client "phone")
+// whose stored sessions file already
 // holds records.
 func startRestoreHub(t *testing.T, token string, records []sessionstore.Record) *restoreHarness {
 	t.Helper()
@@ -43,7 +44,7 @@ func startRestoreHub(t *testing.T, token string, records []sessionstore.Record) 
 			return &mcp.CallToolResult{}, nil
 		})
 	sessions = NewSessions(SessionsOptions{Server: server, Path: path, Log: log})
-	snaps := newTestSnapshots(&Snapshot{MCPToken: token})
+	snaps := newTestSnapshots(bindingSnapshot(token, map[string]string{elicitToken: "phone"}))
 	hub := NewHub(server, HubOptions{Transport: "sse", Listen: "127.0.0.1:0", Snapshots: snaps, Sessions: sessions}, log)
 	if err := hub.Listen(); err != nil {
 		t.Fatal(err)
@@ -73,7 +74,9 @@ const listTools = `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
 // is the SDK's 404.
 func TestHubRestoresAStoredSessionOnItsTokenOnly(t *testing.T) {
 	t.Parallel()
-	const token, other = "the-token", "another-token"
+	const token, other, gone = "the-token", elicitToken, "a-rotated-out-token"
+	roleChanged := storedRecord("KEPT9", token, time.Minute, false)
+	roleChanged.Role = roleElicit + "phone"
 	tests := []struct {
 		name       string
 		record     sessionstore.Record
@@ -85,6 +88,8 @@ func TestHubRestoresAStoredSessionOnItsTokenOnly(t *testing.T) {
 		{"a fresh record on its own token is restored", storedRecord("KEPT1", token, time.Minute, false), "KEPT1", token, 200, true},
 		{"a streamed record idle ten minutes is restored", storedRecord("KEPT2", token, 10*time.Minute, true), "KEPT2", token, 200, true},
 		{"a record on another token is refused", storedRecord("KEPT3", other, time.Minute, false), "KEPT3", token, 403, false},
+		{"a record of another role on the same token is refused", roleChanged, "KEPT9", token, 403, false},
+		{"a record on a token the config no longer holds is not found", storedRecord("KEPT8", gone, time.Minute, false), "KEPT8", token, 404, false},
 		{"a streamless record idle past five minutes is not restored", storedRecord("KEPT4", token, 6*time.Minute, false), "KEPT4", token, 404, false},
 		{"a streamed record idle past thirty minutes is not restored", storedRecord("KEPT5", token, 31*time.Minute, true), "KEPT5", token, 404, false},
 		{"an id no record has is not found", storedRecord("KEPT6", token, time.Minute, false), "OTHER", token, 404, false},
@@ -155,5 +160,73 @@ func TestSessionsKeepsWhatARestartNeeds(t *testing.T) {
 	data, _ = os.ReadFile(h.path)
 	if strings.Contains(string(data), id) {
 		t.Errorf("a session its client ended is still kept:\n%s", data)
+	}
+}
+
+// TestRestoreGivesTheStoredIDToItsSessionOnly races new sessions against
+// a restore: the stored id goes to the restored session (with the stored
+// client) and to no new one, every new session gets an id of its own, and
+// the hub still stops at once (the replay leaves no call counted).
+func TestRestoreGivesTheStoredIDToItsSessionOnly(t *testing.T) {
+	t.Parallel()
+	const token, n = "the-token", 12
+	h := startRestoreHub(t, token, []sessionstore.Record{storedRecord("KEPTRACE", token, time.Minute, false)})
+	begin := make(chan struct{})
+	ids := make(chan string, n)
+	restored := make(chan int, 1)
+	for range n {
+		go func() {
+			<-begin
+			res, _, err := h.tryPost("", initializeBody)
+			if err != nil {
+				ids <- "error: " + err.Error()
+				return
+			}
+			ids <- res.Header.Get("Mcp-Session-Id")
+		}()
+	}
+	go func() {
+		<-begin
+		res, _, err := h.tryPost("KEPTRACE", listTools)
+		if err != nil {
+			restored <- 0
+			return
+		}
+		restored <- res.StatusCode
+	}()
+	close(begin)
+	seen := map[string]bool{}
+	for range n {
+		id := receive(t, ids, "a new session's id")
+		if id == "" || id == "KEPTRACE" || seen[id] {
+			t.Errorf("a new session got id %q (seen before: %v); want a fresh one of its own", id, seen[id])
+		}
+		seen[id] = true
+	}
+	if status := receive(t, restored, "the restore's answer"); status != http.StatusOK {
+		t.Fatalf("restore answered %d, want 200\n%s", status, h.sink)
+	}
+	found := 0
+	for ss := range h.server.Sessions() {
+		if ss.ID() == "KEPTRACE" {
+			found++
+			if p := ss.InitializeParams(); p == nil || p.ClientInfo.Name != "kept" {
+				t.Errorf("session KEPTRACE's initialize = %+v, want the stored client's", p)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("sessions with the stored id = %d, want 1", found)
+	}
+	// Connections the racing client dialled and never used would hold
+	// net/http's Shutdown for 5 s (a new connection counts as idle only
+	// then); they are the client's, not the hub's.
+	h.client.CloseIdleConnections()
+	stopped := time.Now()
+	if err := h.stop(); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	if took := time.Since(stopped); took > ShutdownGrace/2 {
+		t.Errorf("the hub took %v to stop after a restore; the replay must not be counted as a call in flight\n%s", took, h.sink)
 	}
 }

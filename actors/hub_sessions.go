@@ -35,6 +35,7 @@ type Sessions struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionUse         // by session id
 	stored   map[string]sessionstore.Record // read at start, not restored yet
+	flushing sync.Mutex                     // held while flushing; guards written
 	written  []byte                         // what the file holds now
 
 	// creating is held from the start of every request that may create a
