@@ -6,8 +6,10 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +132,70 @@ func waitStream(t *testing.T, s *server) {
 		}
 		return errors.New("no session opened its stream yet")
 	})
+}
+
+// TestNodeClientSurvivesRestart runs the official TypeScript SDK on
+// Streamable HTTP, with its default reconnection options, across a restart
+// of the server: its next call works on the same session id, and the next
+// tools/list_changed reaches it. Before sessions were kept, that SDK stayed
+// on "404 session not found" until restarted.
+func TestNodeClientSurvivesRestart(t *testing.T) {
+	slow(t, "the TypeScript SDK client across a restart")
+	t.Parallel()
+	node, nodeDir := nodeSetup(t)
+	dir := t.TempDir()
+	cfg := serverConfig(t, dir, toolsPull)
+	s := startServerIn(t, dir, cfg)
+
+	ctx, cancel := context.WithTimeout(t.Context(), nodeRunTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "restart.mjs", "--url", s.URL, "--tool", "fake_pull",
+		"--wait-ms", strconv.Itoa(int(nodeNotifyWait/time.Millisecond)))
+	cmd.Dir = nodeDir
+	cmd.Env = append(os.Environ(), "WRAPTOOL_TOKEN="+s.Token)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, exited, stderr := startNodeEvents(t, ctx, cancel, cmd)
+	var logs []*server
+	logs = append(logs, s)
+	next := func(want string) nodeEvent {
+		t.Helper()
+		select {
+		case ev, ok := <-events:
+			if ok && ev.Event == want {
+				return ev
+			}
+			t.Fatalf("node event %+v (more: %v), want %s\n--- node stderr:\n%s\n--- server log:\n%s", ev, ok, want, stderr, logs[len(logs)-1].Log())
+		case <-ctx.Done():
+			t.Fatalf("no %s event within %v\n--- node stderr:\n%s", want, nodeRunTimeout, stderr)
+		}
+		return nodeEvent{}
+	}
+	id := next("ready").Text
+	s.stop(t)
+	s2 := startServerIn(t, dir, "")
+	logs = append(logs, s2)
+	if _, err := stdin.Write([]byte("restarted\n")); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next("call"); ev.IsError || ev.Text != id {
+		t.Errorf("call after the restart: isError %v on session %q; want a result on session %q\n%s", ev.IsError, ev.Text, id, s2.Log())
+	}
+	next("called")
+	waitStream(t, s2)
+	writeInPlace(t, s2.ConfigPath, withTools(cfg, toolsPullPush))
+	if ev := next("list_changed"); ev.Count != 1 {
+		t.Errorf("tools/list_changed after the restart: %d, want 1\n%s", ev.Count, s2.Log())
+	}
+	next("done")
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("node client exited with %v\n%s", err, stderr)
+		}
+	case <-ctx.Done():
+		t.Error("node client did not exit after done")
+	}
 }
