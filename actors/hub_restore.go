@@ -92,20 +92,17 @@ func (sw *Sessions) records(now time.Time) []sessionstore.Record {
 		}
 		if u.params == nil {
 			if p := params[id]; p != nil {
-				u.params, _ = json.Marshal(p)
+				u.params, u.protocol = keepable(p)
 			}
 		}
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		if u.params == nil || json.Unmarshal(u.params, &p) != nil {
+		if len(u.params) == 0 {
 			continue
 		}
 		last := u.last
 		if u.active > 0 {
 			last = now
 		}
-		out = append(out, sessionstore.Record{ID: id, Protocol: p.ProtocolVersion, Params: u.params, Role: u.bound.role,
+		out = append(out, sessionstore.Record{ID: id, Protocol: u.protocol, Params: u.params, Role: u.bound.role,
 			Digest: sessionstore.TokenDigest(u.bound.digest), Created: u.created, LastUsed: last, Streamed: u.streamed})
 	}
 	for id, r := range sw.stored {
@@ -122,6 +119,19 @@ func (sw *Sessions) records(now time.Time) []sessionstore.Record {
 		out = out[:sw.max]
 	}
 	return out
+}
+
+// keepable is what a record keeps of an initialize: its params as JSON
+// and the protocol version asked for; empty params (not nil, so they are
+// not made again at every flush) for params too large to keep, which the
+// table would otherwise hold a second copy of (a client's name alone may
+// take most of a request body).
+func keepable(p *mcp.InitializeParams) ([]byte, string) {
+	b, err := json.Marshal(p)
+	if err != nil || len(b) > sessionstore.MaxParamsBytes {
+		return []byte{}, ""
+	}
+	return b, p.ProtocolVersion
 }
 
 // flush writes the file when what it should hold changed. Flushes are
@@ -216,7 +226,7 @@ func (sw *Sessions) restore(orig *http.Request, id string, cred binding, valid f
 	sw.mu.Lock()
 	delete(sw.stored, id)
 	if u := sw.sessions[id]; u != nil {
-		u.created, u.params, u.streamed = r.Created, r.Params, false
+		u.created, u.params, u.protocol, u.streamed = r.Created, r.Params, r.Protocol, false
 	}
 	sw.mu.Unlock()
 	sw.log.Info("restored a session kept from the last run", "protocol_version", r.Protocol)

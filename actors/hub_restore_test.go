@@ -230,3 +230,32 @@ func TestRestoreGivesTheStoredIDToItsSessionOnly(t *testing.T) {
 		t.Errorf("the hub took %v to stop after a restore; the replay must not be counted as a call in flight\n%s", took, h.sink)
 	}
 }
+
+// TestSessionsDoesNotKeepAHugeInitialize opens a session whose client
+// name alone is 20 KiB: it works, but is not kept for a restart (nor held
+// a second time by the table), while a normal session beside it is.
+func TestSessionsDoesNotKeepAHugeInitialize(t *testing.T) {
+	t.Parallel()
+	h := startRestoreHub(t, "the-token", nil)
+	normal := h.rawSession(t)
+	huge := strings.Replace(initializeBody, `"name":"test"`, `"name":"`+strings.Repeat("n", 20<<10)+`"`, 1)
+	res, body := h.post(t, "", huge)
+	hugeID := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || hugeID == "" {
+		t.Fatalf("initialize with a 20 KiB name = %d %q, want a session", res.StatusCode, body)
+	}
+	h.sessions.flush(time.Now())
+	data, err := os.ReadFile(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), normal) || strings.Contains(string(data), hugeID) {
+		t.Errorf("stored %d bytes; want session %s kept and %s not", len(data), normal, hugeID)
+	}
+	h.sessions.mu.Lock()
+	kept := len(h.sessions.sessions[hugeID].params)
+	h.sessions.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("the table holds %d bytes of the huge initialize, want none", kept)
+	}
+}

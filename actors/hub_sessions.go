@@ -135,9 +135,12 @@ type sessionUse struct {
 	// watch did not see created, which no request may use.
 	bound *binding
 	// created is when the session was made (first made, for a restored
-	// one); params what its client's initialize said, once known.
-	created time.Time
-	params  []byte
+	// one); params what its client's initialize said and protocol the
+	// version it asked for, once known (params is empty, not nil, for an
+	// initialize too large to keep).
+	created  time.Time
+	params   []byte
+	protocol string
 }
 
 // sessionHeader names the session a Streamable HTTP request belongs to.
@@ -166,6 +169,11 @@ func (sw *Sessions) observe(next http.Handler) http.Handler {
 			life, end := context.WithCancel(context.Background())
 			var evicted []string
 			bw := newBindingWriter(w, func(created string) { evicted = sw.bind(created, cred, end) })
+			// Every answer's head comes after the SDK chose the id (or
+			// chose none): a server not wired to NextID holds the lock
+			// no longer than that either.
+			bind := bw.head
+			bw.head = func(code int) { release(); bind(code) }
 			next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, life)))
 			// A handler that wrote nothing has its head written by
 			// net/http after this returns; the binding comes first. The

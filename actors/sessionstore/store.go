@@ -176,17 +176,21 @@ func idChars(s string) bool {
 }
 
 // Encode writes records in the stored layout; invalid ones are left out,
-// so what Encode writes Parse reads back whole.
+// and so are those that would take the file past MaxFileBytes (the caller
+// orders records most valuable first), so what Encode writes Parse reads
+// back whole.
 func Encode(records []Record) []byte {
 	f := file{Version: format, Sessions: []json.RawMessage{}}
+	size := len(`{"version":1,"sessions":[]}` + "\n")
 	for _, r := range records {
 		if r.Valid() != nil {
 			continue
 		}
 		b, err := json.Marshal(r)
-		if err != nil {
+		if err != nil || size+len(b)+1 > MaxFileBytes {
 			continue
 		}
+		size += len(b) + 1
 		f.Sessions = append(f.Sessions, b)
 	}
 	b, _ := json.Marshal(f) // raw messages and plain fields: cannot fail

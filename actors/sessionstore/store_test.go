@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -258,4 +259,25 @@ func compact(b []byte) []byte {
 	var out bytes.Buffer
 	json.Compact(&out, b)
 	return out.Bytes()
+}
+
+// TestEncodeStaysWithinTheFileBound fills a file with records of nearly
+// the largest params: Encode keeps the first ones that fit under
+// MaxFileBytes, and Parse reads all of them back.
+func TestEncodeStaysWithinTheFileBound(t *testing.T) {
+	t.Parallel()
+	var records []Record
+	for i := range 1024 {
+		r := record("R" + strconv.Itoa(i))
+		r.Params = json.RawMessage(`{"pad":"` + strings.Repeat("p", MaxParamsBytes-16) + `"}`)
+		records = append(records, r)
+	}
+	data := Encode(records)
+	if len(data) > MaxFileBytes {
+		t.Fatalf("Encode wrote %d bytes, over the %d a read accepts", len(data), MaxFileBytes)
+	}
+	got, skipped, err := Parse(data, 1024)
+	if err != nil || skipped != 0 || len(got) == 0 || got[0].ID != records[0].ID {
+		t.Fatalf("Parse = %d records, %d skipped, %v; want the first records back whole", len(got), skipped, err)
+	}
 }
