@@ -298,11 +298,3 @@ func Write(path string, data []byte) (err error) {
 	d.Sync()
 	return nil
 }
-
-// Remove deletes the file at path if it is there.
-func Remove(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
