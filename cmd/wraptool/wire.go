@@ -64,7 +64,7 @@ type server struct {
 // that walks the actors' options). No actor holds another actor, except two
 // shared tables named there with their reasons: the reaper's table of
 // processes and the hub's session table, each guarded by its own lock, whose
-// Run only sweeps.
+// Run only sweeps (the session table's also writes its file).
 //
 // The graph has back edges, none of which can block: the policy holder
 // rings the watcher (which feeds the loader, which feeds the holder)
@@ -230,7 +230,7 @@ func plainLinks() map[string]string {
 		"actors.HooksOptions.Reaper":     reaper,
 		"actors.HubOptions.Snapshots":    snapshot,
 		"actors.HubOptions.Sessions": "the Streamable HTTP session table, guarded by its own lock: every request's token binding is " +
-			"checked there on the request's own goroutine, and a round trip would add a wait to every request; its Run only sweeps the idle",
+			"checked there on the request's own goroutine, and a round trip would add a wait to every request; its Run only sweeps the idle and writes the sessions kept for a restart",
 		"actors.NewHub(server)":              sdk,
 		"actors.LoaderOptions.Paths":         paths,
 		"actors.LoaderOptions.Introspect":    "the domain's help runner, a function of the rules it is given",
@@ -344,7 +344,9 @@ func (s *server) run(ctx context.Context) error {
 		{"grants", s.grants.Run},
 		{"reaper", s.reaper.Run},
 		// The hub's session table expires the Streamable HTTP sessions
-		// that never opened a stream; a sweep during shutdown is not needed.
+		// that never opened a stream, and writes the file that keeps
+		// sessions across a restart (once more as it stops); a sweep
+		// during shutdown is not needed.
 		{"session sweeper", s.sessions.Run},
 	}
 	if s.gc != nil {
