@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/wraptool/wraptool/actors/sessionstore"
 	"github.com/wraptool/wraptool/webui/httpguard"
 )
 
@@ -119,10 +122,29 @@ func (h *Hub) tokenValid(digest [sha256.Size]byte) bool {
 	return valid
 }
 
+// storedTokenValid reports whether d, a stored session's token digest, is
+// of a token the config holds now.
+func (h *Hub) storedTokenValid(d sessionstore.Digest) bool {
+	if h.snapshots == nil {
+		return false
+	}
+	snap := h.snapshots.Current()
+	valid := 0
+	for _, tok := range append(slices.Collect(maps.Keys(snap.ElicitTokens)), snap.MCPToken) {
+		if tok != "" {
+			want := sessionstore.TokenDigest(sha256.Sum256([]byte(tok)))
+			valid |= subtle.ConstantTimeCompare(want[:], d[:])
+		}
+	}
+	return valid == 1
+}
+
 // gateStreamable refuses, before the SDK sees it, a request on a
 // Streamable HTTP session (POST, GET stream, DELETE) that belongs to
 // another token (403), or that names a session the hub never bound (404,
-// as the SDK answers an unknown id; the client initializes anew). So
+// as the SDK answers an unknown id; the client initializes anew), unless
+// the session is one the last run kept for a restart, which restore brings
+// back first. So
 // whether a session is asked to approve never depends on one request's
 // header: every request that reaches it carries a token of its role. A
 // request without a session id goes on with its credential, which the
@@ -131,7 +153,15 @@ func (h *Hub) gateStreamable(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cred := h.credential(r)
 		if id := r.Header.Get(sessionHeader); id != "" {
-			if status, msg := h.streams.admit(id, cred, h.tokenValid); status != 0 {
+			status, msg := h.streams.admit(id, cred, h.tokenValid)
+			if status == http.StatusNotFound {
+				// Unknown here, perhaps known to the last run: restored
+				// on its own token, refused on another, else not found.
+				if status, msg = h.streams.restore(r, id, cred, h.storedTokenValid, next); status == 0 {
+					status, msg = h.streams.admit(id, cred, h.tokenValid)
+				}
+			}
+			if status != 0 {
 				refuseSession(w, r, status, msg)
 				return
 			}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wraptool/wraptool/actors/sessionstore"
 )
 
 // Sessions is the table of the Streamable HTTP sessions, and the actor that
@@ -19,14 +21,34 @@ import (
 // belongs to, and the table closes sessions through the MCP server it
 // serves. It knows nothing of the hub. Its methods are safe for concurrent
 // use; Run sweeps until its context ends.
+//
+// With a Path it also keeps, in that file, what each session needs to be
+// re-created after a restart (see restore), flushing it from Run.
 type Sessions struct {
 	timeout time.Duration
-	max     int                      // the sessions it keeps at most (MaxSessions)
-	live    func() map[string]func() // the server's sessions now: id → Close
+	max     int                                     // the sessions it keeps at most (MaxSessions)
+	live    func() map[string]func()                // the server's sessions now: id → Close
+	params  func() map[string]*mcp.InitializeParams // the server's sessions' initialize params by id
+	path    string                                  // the stored sessions file; "" keeps none
 	log     *slog.Logger
 
 	mu       sync.Mutex
-	sessions map[string]*sessionUse // by session id
+	sessions map[string]*sessionUse         // by session id
+	stored   map[string]sessionstore.Record // read at start, not restored yet
+	flushing sync.Mutex                     // held while flushing; guards written
+	written  []byte                         // what the file holds now
+
+	// creating is held from the start of every request that may create a
+	// session until the SDK has asked NextID for its id (or the request
+	// ended without), so the id a restore hands NextID goes to that
+	// restore's own request and no other.
+	creating sync.Mutex
+	idMu     sync.Mutex
+	nextID   string // the id NextID gives next; "" for a random one
+	release  func() // unlocks creating, once
+	// restoring serialises restores, so two requests on one stored id
+	// restore it once.
+	restoring sync.Mutex
 }
 
 // SessionsOptions configure Sessions.
@@ -40,6 +62,9 @@ type SessionsOptions struct {
 	// MaxSessions bounds the sessions remembered, and open, at once; zero
 	// means MaxSessions.
 	MaxSessions int
+	// Path is the file that keeps the sessions across a restart (see
+	// restore); "" keeps none. Its records are read here, at once.
+	Path string
 	// Log receives the sessions closed, as the hub's (component=hub); nil
 	// discards it.
 	Log *slog.Logger
@@ -54,8 +79,30 @@ func NewSessions(o SessionsOptions) *Sessions {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = MaxSessions
 	}
-	return &Sessions{timeout: o.StreamlessTimeout, max: o.MaxSessions, live: liveSessions(o.Server),
-		log: logger(o.Log, "hub"), sessions: map[string]*sessionUse{}}
+	sw := &Sessions{timeout: o.StreamlessTimeout, max: o.MaxSessions, live: liveSessions(o.Server),
+		params: liveParams(o.Server), path: o.Path, log: logger(o.Log, "hub"), sessions: map[string]*sessionUse{},
+		stored: map[string]sessionstore.Record{}}
+	sw.load(time.Now())
+	return sw
+}
+
+// liveParams lists the initialize params of server's Streamable HTTP
+// sessions that have been initialised, by id.
+func liveParams(server *mcp.Server) func() map[string]*mcp.InitializeParams {
+	return func() map[string]*mcp.InitializeParams {
+		out := map[string]*mcp.InitializeParams{}
+		if server == nil {
+			return out
+		}
+		for ss := range server.Sessions() {
+			if id := ss.ID(); id != "" {
+				if p := ss.InitializeParams(); p != nil {
+					out[id] = p
+				}
+			}
+		}
+		return out
+	}
 }
 
 // liveSessions lists server's Streamable HTTP sessions by id, each with its
@@ -87,6 +134,13 @@ type sessionUse struct {
 	// bound is the token the session belongs to; nil for a session the
 	// watch did not see created, which no request may use.
 	bound *binding
+	// created is when the session was made (first made, for a restored
+	// one); params what its client's initialize said and protocol the
+	// version it asked for, once known (params is empty, not nil, for an
+	// initialize too large to keep).
+	created  time.Time
+	params   []byte
+	protocol string
 }
 
 // sessionHeader names the session a Streamable HTTP request belongs to.
@@ -105,9 +159,21 @@ func (sw *Sessions) observe(next http.Handler) http.Handler {
 		switch {
 		case id == "" && r.Method == http.MethodPost:
 			cred, _ := r.Context().Value(credentialKey{}).(binding)
+			restoreID, _ := r.Context().Value(restoreIDKey{}).(string)
+			sw.creating.Lock()
+			release := sync.OnceFunc(sw.creating.Unlock)
+			defer release()
+			sw.idMu.Lock()
+			sw.nextID, sw.release = restoreID, release
+			sw.idMu.Unlock()
 			life, end := context.WithCancel(context.Background())
 			var evicted []string
 			bw := newBindingWriter(w, func(created string) { evicted = sw.bind(created, cred, end) })
+			// Every answer's head comes after the SDK chose the id (or
+			// chose none): a server not wired to NextID holds the lock
+			// no longer than that either.
+			bind := bw.head
+			bw.head = func(code int) { release(); bind(code) }
 			next.ServeHTTP(bw, r.WithContext(context.WithValue(r.Context(), sessionLifeKey{}, life)))
 			// A handler that wrote nothing has its head written by
 			// net/http after this returns; the binding comes first. The
@@ -121,14 +187,28 @@ func (sw *Sessions) observe(next http.Handler) http.Handler {
 			return
 		case id != "" && r.Method == http.MethodDelete:
 			// The client ends its session: stop its calls first, or the
-			// SDK's Close (and this DELETE) would wait them out.
+			// SDK's Close (and this DELETE) would wait them out. Ended, it
+			// is not kept for a restart either.
 			sw.update(id, func(u *sessionUse) {
 				if u.end != nil {
 					u.end()
 				}
 				u.active++
 			})
-			defer sw.update(id, func(u *sessionUse) { u.active--; u.last = time.Now() })
+			status := 0
+			hw := &headWriter{ResponseWriter: w, head: func(code int) { status = code }}
+			next.ServeHTTP(hw, r)
+			hw.writingHead(http.StatusOK)
+			sw.mu.Lock()
+			if u := sw.sessions[id]; u != nil {
+				u.active--
+				u.last = time.Now()
+				if status == http.StatusNoContent {
+					delete(sw.sessions, id)
+				}
+			}
+			sw.mu.Unlock()
+			return
 		case id != "" && r.Method == http.MethodGet:
 			// Streamed only once the SDK opens the stream: a GET it refuses
 			// (a bad Accept, an unknown id) must not exempt the session
@@ -136,6 +216,7 @@ func (sw *Sessions) observe(next http.Handler) http.Handler {
 			w = &headWriter{ResponseWriter: w, head: func(code int) {
 				if code == http.StatusOK {
 					sw.update(id, func(u *sessionUse) { u.streamed = true })
+					sw.log.Debug("a session opened its stream")
 				}
 			}}
 		case id != "":
@@ -161,6 +242,9 @@ func (sw *Sessions) bind(id string, b binding, end context.CancelFunc) (evicted 
 		sw.sessions[id] = u
 	}
 	u.last, u.end, u.bound = time.Now(), end, &b
+	if u.created.IsZero() {
+		u.created = u.last
+	}
 	for len(sw.sessions) > sw.max {
 		// A session of the newcomer's own role goes first: a flood of
 		// sessions on one token (the assistant's) must not close the
@@ -260,15 +344,26 @@ func (sw *Sessions) update(id string, change func(*sessionUse)) {
 // Run sweeps every tenth of the timeout until ctx ends, so a stream-less
 // session ends between timeout and 1.1 × timeout after its last request
 // (5 min to 5 min 30 s with the defaults). It returns nil once ctx ends.
+//
+// With a Path it also writes the file of sessions kept for a restart, at
+// most every FlushInterval, and once more when ctx ends: the hub closes
+// its sessions as it stops, but their records stay for the next run.
 func (sw *Sessions) Run(ctx context.Context) error {
 	tick := time.NewTicker(sw.timeout / 10)
 	defer tick.Stop()
+	flush := time.NewTicker(FlushInterval)
+	defer flush.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			sw.flush(time.Now())
 			return nil
 		case <-tick.C:
-			sw.sweep(time.Now())
+			if ctx.Err() == nil { // a stopping hub's closed sessions are not gone
+				sw.sweep(time.Now())
+			}
+		case <-flush.C:
+			sw.flush(time.Now())
 		}
 	}
 }

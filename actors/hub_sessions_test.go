@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -39,5 +41,51 @@ func TestSessionsIsAnActor(t *testing.T) {
 				t.Errorf("Run = %v, want nil once its context ends", err)
 			}
 		})
+	}
+}
+
+// TestSessionsHoldsCreationsWhileARestoreTakesItsID shows the creation
+// lock: while a restore's request has not yet been given its stored id, a
+// request creating a new session waits, so it can neither take that id nor
+// clear it; the restore gets the stored id and the newcomer a random one.
+func TestSessionsHoldsCreationsWhileARestoreTakesItsID(t *testing.T) {
+	t.Parallel()
+	sw := NewSessions(SessionsOptions{})
+	holding, proceed := make(chan struct{}), make(chan struct{})
+	gotRestore, gotNew := make(chan string, 1), make(chan string, 1)
+	handler := sw.observe(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, restoring := r.Context().Value(restoreIDKey{}).(string); restoring {
+			close(holding)
+			<-proceed
+			gotRestore <- sw.NextID()
+			return
+		}
+		gotNew <- sw.NextID()
+	}))
+	post := func(ctx context.Context) <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r := httptest.NewRequest(http.MethodPost, "/mcp", nil).WithContext(ctx)
+			handler.ServeHTTP(httptest.NewRecorder(), r)
+		}()
+		return done
+	}
+	restoreDone := post(context.WithValue(context.Background(), restoreIDKey{}, "STORED"))
+	receive(t, holding, "the restore's request reaching the SDK")
+	newDone := post(context.Background())
+	select {
+	case <-newDone:
+		t.Error("a new session was created while a restore waited for its id")
+	case <-time.After(50 * time.Millisecond): // waiting for the absence of an event
+	}
+	close(proceed)
+	receive(t, restoreDone, "the restore's request")
+	if id := receive(t, gotRestore, "the restore's id"); id != "STORED" {
+		t.Errorf("the restore got id %q, want STORED", id)
+	}
+	receive(t, newDone, "the new session's request")
+	if id := receive(t, gotNew, "the new session's id"); id == "STORED" || id == "" {
+		t.Errorf("the new session got id %q, want a random one", id)
 	}
 }

@@ -258,6 +258,7 @@ func TestSSESessionIsInitialisedWithItsTokensLastParams(t *testing.T) {
 	if p.ProtocolVersion != "2025-03-26" || p.ClientInfo.Version != "2.1" {
 		t.Errorf("initialised with protocol %q, client version %q; want the last session's 2025-03-26, 2.1", p.ProtocolVersion, p.ClientInfo.Version)
 	}
+	//lint:ignore SA1019 the client declared roots; the test checks they are kept
 	if p.Capabilities == nil || p.Capabilities.RootsV2 == nil || !p.Capabilities.RootsV2.ListChanged {
 		t.Errorf("initialised with capabilities %+v, want the last session's roots", p.Capabilities)
 	}
@@ -278,6 +279,7 @@ func TestSSESessionWithoutAnEarlierOneGetsTheDefaults(t *testing.T) {
 	if p.ProtocolVersion != "2024-11-05" {
 		t.Errorf("initialised with protocol %q, want 2024-11-05", p.ProtocolVersion)
 	}
+	//lint:ignore SA1019 a default session must declare no sampling either
 	if p.Capabilities == nil || p.Capabilities.Elicitation != nil || p.Capabilities.Sampling != nil {
 		t.Errorf("initialised with capabilities %+v, want none", p.Capabilities)
 	}

@@ -35,7 +35,7 @@ func TestConnectHoldsCallsDuringARestart(t *testing.T) {
 	for range 3 {
 		calls = append(calls, startCall(c.mcpClient, "fake_pull", nil))
 	}
-	s = startServerIn(t, dir, "")
+	startServerIn(t, dir, "")
 	t.Logf("the server answered again %v after the kill", time.Since(killed).Round(time.Millisecond))
 	for i, done := range calls {
 		select {

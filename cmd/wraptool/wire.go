@@ -64,7 +64,7 @@ type server struct {
 // that walks the actors' options). No actor holds another actor, except two
 // shared tables named there with their reasons: the reaper's table of
 // processes and the hub's session table, each guarded by its own lock, whose
-// Run only sweeps.
+// Run only sweeps (the session table's also writes its file).
 //
 // The graph has back edges, none of which can block: the policy holder
 // rings the watcher (which feeds the loader, which feeds the holder)
@@ -106,8 +106,12 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 	)
 	// The MCP server: the SDK's, whose tools the registry manages and whose
 	// sessions the hub serves.
+	var sessions *actors.Sessions
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "wraptool", Version: buildVersion()}, &mcp.ServerOptions{
 		Logger: slog.New(actors.Quieter{Handler: log.Handler()}).With("component", "mcp"),
+		// The session table chooses ids, so a session kept from the last
+		// run comes back under its own (sessions is set before serving).
+		GetSessionID: func() string { return sessions.NextID() },
 		Capabilities: &mcp.ServerCapabilities{
 			Tools: &mcp.ToolCapabilities{ListChanged: true},
 			// Deprecated from protocol 2026-07-28 on, but clients on the
@@ -161,7 +165,8 @@ func (a *app) wire(path string, l *config.Loaded, reaper *runner.Reaper, introsp
 		Snapshots: published, UpstreamsChanged: upstreamChanged, Offers: offers, Ready: upstreamsReady, Getenv: a.getenv,
 		Reaper: reaper, Timing: a.upstreamTiming, Version: buildVersion(), Log: log,
 	})
-	s.sessions = actors.NewSessions(actors.SessionsOptions{Server: mcpServer, Log: log})
+	sessions = actors.NewSessions(actors.SessionsOptions{Server: mcpServer, Path: config.SessionsPath(l.Config.MCP.RequestLog), Log: log})
+	s.sessions = sessions
 	s.hub = actors.NewHub(mcpServer, actors.HubOptions{
 		Transport: l.Config.MCP.Transport, Listen: l.Config.MCP.Listen, Snapshots: published, Ready: upstreamsReady,
 		Sessions: s.sessions, KillCalls: killCalls,
@@ -225,7 +230,7 @@ func plainLinks() map[string]string {
 		"actors.HooksOptions.Reaper":     reaper,
 		"actors.HubOptions.Snapshots":    snapshot,
 		"actors.HubOptions.Sessions": "the Streamable HTTP session table, guarded by its own lock: every request's token binding is " +
-			"checked there on the request's own goroutine, and a round trip would add a wait to every request; its Run only sweeps the idle",
+			"checked there on the request's own goroutine, and a round trip would add a wait to every request; its Run only sweeps the idle and writes the sessions kept for a restart",
 		"actors.NewHub(server)":              sdk,
 		"actors.LoaderOptions.Paths":         paths,
 		"actors.LoaderOptions.Introspect":    "the domain's help runner, a function of the rules it is given",
@@ -339,7 +344,9 @@ func (s *server) run(ctx context.Context) error {
 		{"grants", s.grants.Run},
 		{"reaper", s.reaper.Run},
 		// The hub's session table expires the Streamable HTTP sessions
-		// that never opened a stream; a sweep during shutdown is not needed.
+		// that never opened a stream, and writes the file that keeps
+		// sessions across a restart (once more as it stops); a sweep
+		// during shutdown is not needed.
 		{"session sweeper", s.sessions.Run},
 	}
 	if s.gc != nil {

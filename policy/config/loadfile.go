@@ -255,7 +255,7 @@ func (c *Config) OwnFiles() []string {
 	files := c.namedFiles()
 	if c.MCP.RequestLog != "" {
 		// An empty one would become the working directory.
-		files = append(files, c.MCP.RequestLog, GrantsKeyPath(c.MCP.RequestLog))
+		files = append(files, c.MCP.RequestLog, GrantsKeyPath(c.MCP.RequestLog), SessionsPath(c.MCP.RequestLog))
 	}
 	if c.AuditEnabled() {
 		files = append(files, c.MCP.AuditLog)
@@ -272,6 +272,18 @@ func (c *Config) AuditEnabled() bool { return c.MCP.AuditLog != "" && c.MCP.Audi
 // it to check its mode and to protect it from wrapped tools.
 func GrantsKeyPath(requestLog string) string {
 	return filepath.Join(filepath.Dir(requestLog), "grants.key")
+}
+
+// SessionsPath is where the MCP sessions kept across a restart live:
+// beside the request log, in the data folder. It holds no token, only
+// digests, but it lets a token's holder resume a session, so it is one of
+// wraptool's own files: owner-only and out of every started process's reach.
+// An empty request log (none configured) keeps no sessions file.
+func SessionsPath(requestLog string) string {
+	if requestLog == "" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(requestLog), "sessions.json")
 }
 
 // WatchFiles are the files whose changes reload the config, as absolute

@@ -252,6 +252,7 @@ func TestWatchAndOwnFiles(t *testing.T) {
 		t.Errorf("WatchFiles = %q, want %q", got, want)
 	}
 	if got := c.OwnFiles(); !slices.Contains(got, c.MCP.RequestLog) || !slices.Contains(got, filepath.Join(filepath.Dir(c.MCP.RequestLog), "grants.key")) ||
+		!slices.Contains(got, filepath.Join(filepath.Dir(c.MCP.RequestLog), "sessions.json")) ||
 		slices.Contains(got, path) || !slices.Contains(got, dir+"/env/good.env") {
 		t.Errorf("OwnFiles = %q", got)
 	}

@@ -187,6 +187,15 @@ func TestValidateRefusesFilesOthersControl(t *testing.T) {
 			path: "mcp.request_log", contains: "grants.key is readable by group or others, and it holds a secret; fix with: chmod 600 ",
 		},
 		{
+			name: "a sessions file others may read",
+			setup: func(t *testing.T, dir string) string {
+				configtest.WriteFile(t, filepath.Join(dir, "requests.jsonl"), "", 0o600)
+				configtest.WriteFile(t, filepath.Join(dir, "sessions.json"), "{}", 0o644)
+				return "  request_log: $T/requests.jsonl\n"
+			},
+			path: "mcp.request_log", contains: "sessions.json is readable by group or others, and it holds a secret; fix with: chmod 600 ",
+		},
+		{
 			name: "a request log in a folder others may write",
 			setup: func(t *testing.T, dir string) string {
 				mkdir(t, filepath.Join(dir, "logs"), 0o757)

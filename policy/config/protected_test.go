@@ -68,7 +68,7 @@ mcp_servers:
     env_files: [$T/etc/srv.env]
 `,
 			hidden: []string{"etc/config.yaml", "tok/mcp", "tok/desk", "tok/admin", "etc/tool.env", "etc/srv.env", "etc/over.yaml",
-				"logs/requests.jsonl", "logs/grants.key", "logs/audit.jsonl", "logs/audit.jsonl.1", "logs/audit.jsonl.5",
+				"logs/requests.jsonl", "logs/grants.key", "logs/sessions.json", "logs/audit.jsonl", "logs/audit.jsonl.1", "logs/audit.jsonl.5",
 				"$H/.cache/wraptool/introspection", "$H/.cache/wraptool"},
 			notHidden: []string{"etc", "logs", "logs/audit.jsonl.6", "etc/notes.txt", "logs/keep.txt", "$H/.config/wraptool", "$H/.local/share/wraptool"},
 		},

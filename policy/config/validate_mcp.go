@@ -57,6 +57,8 @@ func (v *validator) mcp() {
 		// The grants key signs every grant: a key others may read lets
 		// them forge one.
 		v.private(p.key("request_log"), GrantsKeyPath(m.RequestLog), secret)
+		// The sessions kept for a restart say who may resume which one.
+		v.private(p.key("request_log"), SessionsPath(m.RequestLog), secret)
 	}
 	v.auditLog(p.key("audit_log"), m)
 	v.tokenFile(p.key("auth_token_file"), m.AuthTokenFile)
