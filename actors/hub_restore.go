@@ -20,6 +20,10 @@ import (
 // with a slightly older last use, which only shortens its life.
 const FlushInterval = 3 * time.Second
 
+// lastUsedGrain is how finely a stored record keeps when its session was
+// last used.
+const lastUsedGrain = 30 * time.Second
+
 // restoreIDKey is the context key under which restore hands observe the id
 // the session it re-creates must get.
 type restoreIDKey struct{}
@@ -102,6 +106,11 @@ func (sw *Sessions) records(now time.Time) []sessionstore.Record {
 		if u.active > 0 {
 			last = now
 		}
+		// Kept to the half minute: a session in steady use (or a call that
+		// runs for minutes) would otherwise change the file, and have it
+		// rewritten and synced, at every flush; a restored session's life
+		// is at most that much shorter.
+		last = last.Truncate(lastUsedGrain)
 		out = append(out, sessionstore.Record{ID: id, Protocol: u.protocol, Params: u.params, Role: u.bound.role,
 			Digest: sessionstore.TokenDigest(u.bound.digest), Created: u.created, LastUsed: last, Streamed: u.streamed})
 	}

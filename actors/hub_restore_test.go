@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -257,5 +258,36 @@ func TestSessionsDoesNotKeepAHugeInitialize(t *testing.T) {
 	h.sessions.mu.Unlock()
 	if kept != 0 {
 		t.Errorf("the table holds %d bytes of the huge initialize, want none", kept)
+	}
+}
+
+// TestSessionsFileIsNotRewrittenWhileACallRuns shows a session with a
+// request in flight (a long tool call) stored with its last use kept to
+// the half minute, so the file is not rewritten and synced at every flush
+// while the call runs. Before, its last use was the flush's own time, and
+// every flush wrote the file anew.
+func TestSessionsFileIsNotRewrittenWhileACallRuns(t *testing.T) {
+	t.Parallel()
+	const token = "a-secret-token-value"
+	h := startRestoreHub(t, token, nil)
+	id := h.rawSession(t)
+	h.sessions.mu.Lock()
+	h.sessions.sessions[id].active++ // a call in flight
+	h.sessions.mu.Unlock()
+	t0 := time.Now().Truncate(lastUsedGrain)
+	h.sessions.flush(t0)
+	first, err := os.ReadFile(h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, later := range []time.Duration{3 * time.Second, 9 * time.Second, 27 * time.Second} {
+		h.sessions.flush(t0.Add(later))
+		if data, _ := os.ReadFile(h.path); !bytes.Equal(data, first) {
+			t.Errorf("the file changed at the flush %v later while the call ran", later)
+		}
+	}
+	h.sessions.flush(t0.Add(lastUsedGrain))
+	if data, _ := os.ReadFile(h.path); bytes.Equal(data, first) {
+		t.Error("the file still holds the last use of a half minute ago")
 	}
 }

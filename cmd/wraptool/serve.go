@@ -240,7 +240,7 @@ func (a *app) listenFailed(ctx context.Context, err error, c *config.Config, pat
 		return err
 	}
 	if !probeWraptool(ctx, url) {
-		return fmt.Errorf("mcp.listen %s is held by another program, which does not answer as a wraptool: stop it, or change mcp.listen in %s (%w)",
+		return fmt.Errorf("mcp.listen %s is held by another program (none of your wraptools answers there): stop it, or change mcp.listen in %s (%w)",
 			c.MCP.Listen, path, err)
 	}
 	if ready == nil {
@@ -251,7 +251,7 @@ func (a *app) listenFailed(ctx context.Context, err error, c *config.Config, pat
 	if terr != nil {
 		return terr
 	}
-	t.Status = "wraptool is already serving MCP at " + url + " (config " + path + "): nothing more to start."
+	t.Status = "wraptool is already serving MCP at " + url + " (config " + shellQuote(path) + "): nothing more to start."
 	return ready(t)
 }
 

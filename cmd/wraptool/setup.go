@@ -13,9 +13,11 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/peterbourgon/ff/v4"
 
+	"github.com/wraptool/wraptool/cmd/wraptool/connect"
 	"github.com/wraptool/wraptool/policy/config"
 )
 
@@ -178,10 +180,20 @@ func listenURL(listen string) (string, error) {
 	return "http://" + net.JoinHostPort(host, port), nil
 }
 
-// probeWraptool reports whether a wraptool answers /healthz at base: "ok",
-// then its confinement line. It sends no credentials, follows no
-// redirects, reads at most 256 bytes and gives up after 2 s.
+// probeWraptool reports whether a wraptool of this user answers /healthz
+// at base: the listening socket belongs to the user running this command
+// (checked before anything is sent, as connect checks it), and the answer is
+// "ok", then its confinement line. Anything may answer like that, so the
+// owner check is what keeps `up` from telling the operator that all is well
+// (and to hand clients the token) while another user's program holds the
+// port. It sends no credentials, follows no redirects, reads at most 256
+// bytes and gives up after 2 s.
 func probeWraptool(ctx context.Context, base string) bool {
+	return probeWraptoolWith(ctx, base, connect.Owner{UID: os.Getuid()}.Check)
+}
+
+// probeWraptoolWith is probeWraptool with the owner check given (a test's).
+func probeWraptoolWith(ctx context.Context, base string, owner func(net.Conn) error) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
@@ -189,7 +201,18 @@ func probeWraptool(ctx context.Context, base string) bool {
 		return false
 	}
 	client := &http.Client{
-		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				if err := owner(c); err != nil {
+					c.Close()
+					return nil, err
+				}
+				return c, nil
+			}},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	resp, err := client.Do(req)
@@ -217,7 +240,7 @@ func (a *app) writeSetup(t setupTarget, clients []setupClient) error {
 	}
 	switch {
 	case t.Socket != "":
-		p.line("wraptool serves MCP on the unix socket %s (mode 0600): clients reach it through `wraptool connect`.", t.Socket)
+		p.line("wraptool serves MCP on the unix socket %s (mode 0600): clients reach it through `wraptool connect`.", shellQuote(t.Socket))
 	case t.TokenFile == "":
 		p.line("This config sets no mcp.auth_token_file: the server takes no token, so every local process can use it.")
 	default:
@@ -485,12 +508,17 @@ func shellQuote(s string) string {
 	if shellSafe.MatchString(s) {
 		return s
 	}
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
+	// C0 controls, DEL, the C1 controls (U+0080–U+009F, which some
+	// terminals take as escape sequences: U+009B is a one-character CSI)
+	// and bytes that are not UTF-8 are written as escapes, never raw.
+	control := func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) }
+	if strings.IndexFunc(s, control) < 0 && utf8.ValidString(s) {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	var b strings.Builder
 	b.WriteString("$'")
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
 		switch c := s[i]; {
 		case c == '\\' || c == '\'':
 			b.WriteByte('\\')
@@ -499,11 +527,16 @@ func shellQuote(s string) string {
 			b.WriteString(`\n`)
 		case c == '\t':
 			b.WriteString(`\t`)
-		case c < 0x20 || c == 0x7f:
+		case c < 0x20 || c == 0x7f || (r == utf8.RuneError && size == 1):
 			fmt.Fprintf(&b, `\x%02x`, c)
+		case control(r):
+			for _, x := range []byte(s[i : i+size]) {
+				fmt.Fprintf(&b, `\x%02x`, x)
+			}
 		default:
-			b.WriteByte(c)
+			b.WriteString(s[i : i+size])
 		}
+		i += size
 	}
 	b.WriteByte('\'')
 	return b.String()

@@ -568,8 +568,15 @@ func TestSetupWithAndWithoutAServer(t *testing.T) {
 // as one word the shell does not expand, and every tomlString parses back.
 func TestSetupQuoting(t *testing.T) {
 	t.Parallel()
+	// Bytes that are not UTF-8 (no TOML string holds them) come back too.
+	if ws, err := splitShell(shellQuote("bad\xff\x9bbyte")); err != nil || len(ws) != 1 || ws[0].text != "bad\xff\x9bbyte" {
+		t.Errorf("shellQuote of bytes that are not UTF-8 = %s splits into %q (%v)", shellQuote("bad\xff\x9bbyte"), texts(ws), err)
+	}
 	for _, s := range []string{"", "plain/path", "a b", "it's", `"q"`, "$HOME", "`x`", "a\nb", "\\", "'", "''", "ü ☃", "-x", "a;b|c&d>e<f(g)",
-		"esc\x1b[2J", "tab\tand'quote\\", "\x7f\x01\n"} {
+		"esc\x1b[2J", "tab\tand'quote\\", "\x7f\x01\n", "csi\u009b31m", "nel\u0085end"} {
+		if q := shellQuote(s); strings.ContainsFunc(q, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) }) {
+			t.Errorf("shellQuote(%q) = %q holds a raw control character", s, q)
+		}
 		ws, err := splitShell(shellQuote(s))
 		if err != nil || len(ws) != 1 || ws[0].text != s || ws[0].expands {
 			t.Errorf("shellQuote(%q) = %s splits into %q (%v), want the one word back", s, shellQuote(s), texts(ws), err)
