@@ -70,7 +70,7 @@ func TestStdioClientsSurviveRestart(t *testing.T) {
 	t.Parallel()
 	node, nodeDir := nodeSetup(t)
 	for _, b := range stdioBridges {
-		t.Run(b.name+" keeps working across a restart and passes list_changed on", func(t *testing.T) {
+		t.Run(b.name+" keeps working across a restart", func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := serverConfig(t, dir, toolsPull)
@@ -168,7 +168,15 @@ func TestStdioClientsSurviveRestart(t *testing.T) {
 			case <-ctx.Done():
 				t.Error("node client did not exit after done")
 			}
+			// The kept sessions and the logs name no token, whatever the
+			// bridge sent.
+			if data, err := os.ReadFile(filepath.Join(dir, "sessions.json")); err == nil && strings.Contains(string(data), s.Token) {
+				t.Errorf("sessions.json holds the token")
+			}
 			for i, srv := range []*server{s, s2} {
+				if strings.Contains(srv.Log(), s.Token) {
+					t.Errorf("server %d's log holds the token", i+1)
+				}
 				for _, bad := range []string{"level=ERROR", "invalid during session initialization"} {
 					if strings.Contains(srv.Log(), bad) {
 						t.Errorf("server %d logged %q:\n%s", i+1, bad, srv.Log())
@@ -270,6 +278,11 @@ func TestInspectorCLIAcrossRestart(t *testing.T) {
 	writeInPlace(t, s2.ConfigPath, withTools(cfg, toolsPullPush))
 	s2.WaitLog(t, "cause=file", 1, eventTimeout)
 	check("after the edit", []string{"fake_pull", "fake_push"})
+	for i, srv := range []*server{s, s2} {
+		if strings.Contains(srv.Log(), s.Token) {
+			t.Errorf("server %d's log holds the token", i+1)
+		}
+	}
 }
 
 // inspectorForms returns, from `wraptool setup inspector`'s output, the
