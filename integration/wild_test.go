@@ -72,7 +72,7 @@ type wildEvent struct {
 // It needs node and npm like the other Node.js tests (nodeSetup); mcp-remote
 // is a devDependency, so when integration/node lacks it (CI installs with
 // --omit=dev) it is installed, exactly as package-lock.json pins it, into a
-// folder of this test's own (see installMCPRemote). Without npm or the
+// folder of this test's own (see installLocked). Without npm or the
 // registry it skips, except under CI=true.
 func TestWildMCPRemote(t *testing.T) {
 	slow(t, "mcp-remote as a client")
@@ -178,39 +178,47 @@ func runMCPRemote(t *testing.T, node, nodeDir, entry, url, token string, extra .
 	return events, stderr.String()
 }
 
-// mcpRemoteEntry returns the path of mcp-remote's entry script: the one in
-// integration/node when a full `npm ci` put it there, else one installed
-// for this test (installMCPRemote). It skips the test when that cannot be
-// done, and fails it under CI=true, as nodeSetup does.
+// mcpRemoteEntry returns the path of mcp-remote's entry script (see
+// lockedEntry).
 func mcpRemoteEntry(t *testing.T, nodeDir string) string {
 	t.Helper()
+	return lockedEntry(t, nodeDir, "mcp-remote", "mcp-remote")
+}
+
+// lockedEntry returns the path of the script that devDependency pkg names
+// as command bin: the one in integration/node when a full `npm ci` put it
+// there, else one installed for this test (installLocked). It skips the
+// test when that cannot be done, and fails it under CI=true, as nodeSetup
+// does.
+func lockedEntry(t *testing.T, nodeDir, pkg, bin string) string {
+	t.Helper()
 	dir := nodeDir
-	if len(nodeMissing(nodeDir, "mcp-remote")) > 0 {
+	if len(nodeMissing(nodeDir, pkg)) > 0 {
 		dir = t.TempDir()
-		if err := installMCPRemote(t.Context(), nodeDir, dir); err != nil {
-			msg := "cannot install mcp-remote: " + err.Error()
+		if err := installLocked(t.Context(), nodeDir, dir, pkg); err != nil {
+			msg := "cannot install " + pkg + ": " + err.Error()
 			if os.Getenv("CI") == "true" {
 				t.Fatal(msg + " (CI=true: npm and the registry should be there)")
 			}
 			t.Skip(msg)
 		}
 	}
-	entry, err := packageBin(dir, "mcp-remote", "mcp-remote")
+	entry, err := packageBin(dir, pkg, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return entry
 }
 
-// installMCPRemote installs mcp-remote into dir exactly as nodeDir's
-// package-lock.json pins it: the lock's entries for mcp-remote and
-// everything it needs, at the same places, under a package.json that asks
-// for mcp-remote alone, then `npm ci`. The test installs into a folder of
-// its own because `npm ci` first empties node_modules, and in
-// integration/node that would pull the SDK from under the Node.js tests
-// running beside it; the lock's subset keeps the versions the repository
-// pins, and takes 3 s where the whole lock takes 13 s and 325 MB.
-func installMCPRemote(ctx context.Context, nodeDir, dir string) error {
+// installLocked installs pkg into dir exactly as nodeDir's
+// package-lock.json pins it: the lock's entries for pkg and everything it
+// needs, at the same places, under a package.json that asks for pkg alone,
+// then `npm ci`. The test installs into a folder of its own because `npm
+// ci` first empties node_modules, and in integration/node that would pull
+// the SDK from under the Node.js tests running beside it; the lock's subset
+// keeps the versions the repository pins, and takes 3 s for mcp-remote
+// where the whole lock takes 13 s and 325 MB.
+func installLocked(ctx context.Context, nodeDir, dir, pkg string) error {
 	data, err := os.ReadFile(filepath.Join(nodeDir, "package-lock.json"))
 	if err != nil {
 		return err
@@ -221,9 +229,9 @@ func installMCPRemote(ctx context.Context, nodeDir, dir string) error {
 	if err := json.Unmarshal(data, &lock); err != nil {
 		return fmt.Errorf("package-lock.json: %w", err)
 	}
-	root, ok := lock.Packages["node_modules/mcp-remote"]
+	root, ok := lock.Packages["node_modules/"+pkg]
 	if !ok {
-		return errors.New("package-lock.json does not pin mcp-remote")
+		return fmt.Errorf("package-lock.json does not pin %s", pkg)
 	}
 	var pin struct {
 		Version string `json:"version"`
@@ -231,13 +239,17 @@ func installMCPRemote(ctx context.Context, nodeDir, dir string) error {
 	if err := json.Unmarshal(root, &pin); err != nil {
 		return err
 	}
-	subset, err := lockClosure(lock.Packages, "node_modules/mcp-remote")
+	subset, err := lockClosure(lock.Packages, "node_modules/"+pkg)
 	if err != nil {
 		return err
 	}
-	subset[""] = json.RawMessage(fmt.Sprintf(`{"name":"wraptool-mcp-remote","devDependencies":{"mcp-remote":%q}}`, pin.Version))
-	manifest := fmt.Sprintf(`{"name":"wraptool-mcp-remote","private":true,"devDependencies":{"mcp-remote":%q}}`, pin.Version)
-	lockOut, err := json.MarshalIndent(map[string]any{"name": "wraptool-mcp-remote", "lockfileVersion": 3, "requires": true, "packages": subset}, "", "  ")
+	deps, err := json.Marshal(map[string]string{pkg: pin.Version})
+	if err != nil {
+		return err
+	}
+	subset[""] = json.RawMessage(fmt.Sprintf(`{"name":"wraptool-locked","devDependencies":%s}`, deps))
+	manifest := fmt.Sprintf(`{"name":"wraptool-locked","private":true,"devDependencies":%s}`, deps)
+	lockOut, err := json.MarshalIndent(map[string]any{"name": "wraptool-locked", "lockfileVersion": 3, "requires": true, "packages": subset}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -262,7 +274,7 @@ func installMCPRemote(ctx context.Context, nodeDir, dir string) error {
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("npm ci for mcp-remote: %w\n%s", errors.Join(err, ctx.Err()), output.String())
+		return fmt.Errorf("npm ci for %s: %w\n%s", pkg, errors.Join(err, ctx.Err()), output.String())
 	}
 	return nil
 }
