@@ -104,20 +104,8 @@ func TestStdioClientsSurviveRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			events, exited, stderr := startNodeEvents(t, ctx, cancel, cmd)
-			current := s
-			next := func(want string) nodeEvent {
-				t.Helper()
-				select {
-				case ev, ok := <-events:
-					if ok && ev.Event == want {
-						return ev
-					}
-					t.Fatalf("node event %+v (more: %v), want %s\n--- node stderr:\n%s\n--- server log:\n%s", ev, ok, want, stderr, current.Log())
-				case <-ctx.Done():
-					t.Fatalf("no %s event within %v\n--- node stderr:\n%s\n--- server log:\n%s", want, nodeRunTimeout, stderr, current.Log())
-				}
-				return nodeEvent{}
-			}
+			r := &nodeReader{t: t, ctx: ctx, events: events, stderr: stderr, servers: []*server{s}}
+			next := r.next
 			if ev := next("tools"); !slices.Equal(wrapped(ev.Names), []string{"fake_pull"}) {
 				t.Errorf("wrapped tools before the restart = %q, want [fake_pull]", ev.Names)
 			}
@@ -127,7 +115,7 @@ func TestStdioClientsSurviveRestart(t *testing.T) {
 			next("ready")
 			s.stop(t)
 			s2 := startServerIn(t, dir, "")
-			current = s2
+			r.servers = append(r.servers, s2)
 			if s2.URL != s.URL {
 				t.Fatalf("restarted on %s, want %s", s2.URL, s.URL)
 			}

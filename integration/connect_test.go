@@ -158,26 +158,8 @@ func TestConnectNodeClient(t *testing.T) {
 		"--tool", "fake_pull", "--args", "origin", "--wait-ms", strconv.Itoa(int(nodeNotifyWait/time.Millisecond)))
 	cmd.Dir = nodeDir
 	events, exited, stderr := startNodeEvents(t, ctx, cancel, cmd)
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf(format+"\n--- node and connect stderr:\n%s\n--- server log:\n%s", append(args, stderr.String(), s.Log())...)
-	}
-	next := func(want string) nodeEvent {
-		t.Helper()
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				fail("node client ended its output, want %s", want)
-			}
-			if ev.Event != want {
-				fail("node client printed %+v, want %s", ev, want)
-			}
-			return ev
-		case <-ctx.Done():
-			fail("no %s from the node client within %v", want, nodeRunTimeout)
-		}
-		return nodeEvent{}
-	}
+	r := &nodeReader{t: t, ctx: ctx, events: events, stderr: stderr, servers: []*server{s}}
+	fail, next := r.fail, r.next
 	ev := next("tools")
 	if !slices.Contains(ev.Names, "fake_pull") || !slices.Contains(ev.Names, "wraptool_request_capability") || slices.Contains(ev.Names, "fake_push") {
 		fail("tools %q, want fake_pull and wraptool_request_capability and no fake_push", ev.Names)

@@ -391,3 +391,46 @@ func startNodeEvents(t *testing.T, ctx context.Context, cancel context.CancelFun
 	})
 	return events, exited, stderr
 }
+
+// nodeReader reads a node client's events in order. fail and next end the
+// test with the client's stderr and the log of every server it met (a
+// restart test starts more than one), so a failure says what both sides
+// saw.
+type nodeReader struct {
+	t      *testing.T
+	ctx    context.Context
+	events <-chan nodeEvent
+	stderr *logBuffer
+	// servers are the servers the client has met so far, oldest first.
+	servers []*server
+}
+
+// fail ends the test with format, the client's stderr and the servers'
+// logs.
+func (n *nodeReader) fail(format string, args ...any) {
+	n.t.Helper()
+	var log strings.Builder
+	for i, srv := range n.servers {
+		log.WriteString("--- server log " + strconv.Itoa(i+1) + ":\n" + srv.Log())
+	}
+	n.t.Fatalf(format+"\n--- node stderr:\n%s\n%s", append(args, n.stderr.String(), log.String())...)
+}
+
+// next is the client's next event, which must be want, within the
+// client's context.
+func (n *nodeReader) next(want string) nodeEvent {
+	n.t.Helper()
+	select {
+	case ev, ok := <-n.events:
+		if !ok {
+			n.fail("node client ended its output before %s", want)
+		}
+		if ev.Event != want {
+			n.fail("node client printed %+v, want %s", ev, want)
+		}
+		return ev
+	case <-n.ctx.Done():
+		n.fail("no %s from the node client within %v", want, nodeRunTimeout)
+	}
+	return nodeEvent{}
+}

@@ -158,25 +158,12 @@ func TestNodeClientSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, exited, stderr := startNodeEvents(t, ctx, cancel, cmd)
-	var logs []*server
-	logs = append(logs, s)
-	next := func(want string) nodeEvent {
-		t.Helper()
-		select {
-		case ev, ok := <-events:
-			if ok && ev.Event == want {
-				return ev
-			}
-			t.Fatalf("node event %+v (more: %v), want %s\n--- node stderr:\n%s\n--- server log:\n%s", ev, ok, want, stderr, logs[len(logs)-1].Log())
-		case <-ctx.Done():
-			t.Fatalf("no %s event within %v\n--- node stderr:\n%s", want, nodeRunTimeout, stderr)
-		}
-		return nodeEvent{}
-	}
+	r := &nodeReader{t: t, ctx: ctx, events: events, stderr: stderr, servers: []*server{s}}
+	next := r.next
 	id := next("ready").Text
 	s.stop(t)
 	s2 := startServerIn(t, dir, "")
-	logs = append(logs, s2)
+	r.servers = append(r.servers, s2)
 	if _, err := stdin.Write([]byte("restarted\n")); err != nil {
 		t.Fatal(err)
 	}

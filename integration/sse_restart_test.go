@@ -38,31 +38,8 @@ func TestNodeSSESurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, exited, stderr := startNodeEvents(t, ctx, cancel, cmd)
-	logs := []*server{s}
-	fail := func(format string, args ...any) {
-		t.Helper()
-		var log strings.Builder
-		for i, srv := range logs {
-			log.WriteString("--- server log " + strconv.Itoa(i+1) + ":\n" + srv.Log())
-		}
-		t.Fatalf(format+"\n--- node stderr:\n%s\n%s", append(args, stderr.String(), log.String())...)
-	}
-	next := func(want string) nodeEvent {
-		t.Helper()
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				fail("node client ended its output before %s", want)
-			}
-			if ev.Event != want {
-				fail("event %+v, want %s", ev, want)
-			}
-			return ev
-		case <-ctx.Done():
-			fail("no %s from the node client within %v", want, nodeRunTimeout)
-		}
-		return nodeEvent{}
-	}
+	r := &nodeReader{t: t, ctx: ctx, events: events, stderr: stderr, servers: []*server{s}}
+	fail, next := r.fail, r.next
 	called := func(phase string) {
 		t.Helper()
 		if ev := next("call"); ev.Phase != phase || ev.IsError || !strings.Contains(ev.Text, "fakecli") {
@@ -75,7 +52,7 @@ func TestNodeSSESurvivesRestart(t *testing.T) {
 	s.Signal(t, syscall.SIGTERM)
 	s.Wait(t, eventTimeout)
 	s = startServerIn(t, srvDir, "")
-	logs = append(logs, s)
+	r.servers = append(r.servers, s)
 	if _, err := stdin.Write([]byte("restarted\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +78,7 @@ func TestNodeSSESurvivesRestart(t *testing.T) {
 	case <-ctx.Done():
 		fail("node client did not exit after done")
 	}
-	for i, srv := range logs {
+	for i, srv := range r.servers {
 		for _, bad := range []string{"level=ERROR", "invalid during session initialization"} {
 			if strings.Contains(srv.Log(), bad) {
 				fail("server %d logged %q", i+1, bad)
