@@ -300,3 +300,25 @@ func TestRequestsApproveAndDeny(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestsListSaysWhenThereAreNone shows the line an empty list
+// prints, for each status. Before, --status all printed "no  requests".
+func TestRequestsListSaysWhenThereAreNone(t *testing.T) {
+	t.Parallel()
+	f := newRequestsFixture(t)
+	for _, tc := range []struct{ args, want string }{
+		{"", "no pending requests\n"},
+		{"pending", "no pending requests\n"},
+		{"approved", "no approved requests\n"},
+		{"denied", "no denied requests\n"},
+		{"all", "no requests\n"},
+	} {
+		args := []string{"requests", "list"}
+		if tc.args != "" {
+			args = append(args, "--status", tc.args)
+		}
+		if out, stderr, code := f.run(t, args...); code != 0 || out != tc.want {
+			t.Errorf("%v: exit %d, %q (stderr %q), want %q", args, code, out, stderr, tc.want)
+		}
+	}
+}

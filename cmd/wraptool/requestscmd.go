@@ -249,7 +249,11 @@ func (a *app) listRequests(ctx context.Context, status string, asJSON, wide bool
 		return nil
 	}
 	if len(shown) == 0 {
-		_, err := fmt.Fprintf(a.stdout, "no %s requests\n", strings.TrimPrefix(status, "all"))
+		what := status + " requests"
+		if status == "all" {
+			what = "requests"
+		}
+		_, err := fmt.Fprintf(a.stdout, "no %s\n", what)
 		return err
 	}
 	rows := [][]string{{"ID", "AGE", "STATUS", "TOOL", "SUBCOMMAND", "FLAGS", "RATIONALE"}}
