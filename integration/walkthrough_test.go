@@ -608,3 +608,46 @@ func TestWalkthroughParsing(t *testing.T) {
 		t.Errorf("walkthroughSteps: %+v, %v", steps, err)
 	}
 }
+
+// TestFrontPageSections checks the front page's outline: at most
+// frontPageMaxLines lines, the newcomer's sections in reading order, and a
+// line in the map for every document of docs/.
+func TestFrontPageSections(t *testing.T) {
+	t.Parallel()
+	path, md := frontPage(t)
+	sections := []string{
+		"## Install",
+		"## Run and test",
+		walkthroughHeading,
+		"## Connecting a client",
+		"## Platform support",
+		"## Dependencies",
+		"## Documentation",
+	}
+	at := 0
+	for _, s := range sections {
+		i := strings.Index(md[at:], "\n"+s+"\n")
+		if i < 0 {
+			t.Fatalf("%s: no %q after the sections before it", path, s)
+		}
+		at += i + 1
+	}
+	docs := md[at:]
+	for _, doc := range []string{"configuration", "policy", "approvals", "clients", "upstream-servers",
+		"operations", "security", "performance", "architecture"} {
+		if !strings.Contains(docs, "- [docs/"+doc+".md](docs/"+doc+".md) — ") {
+			t.Errorf("%s: the map of docs/ has no line for docs/%s.md", path, doc)
+		}
+	}
+	for _, cmd := range []string{
+		"go install github.com/wraptool/wraptool/cmd/wraptool@latest",
+		"go run ./cmd/wraptool up",
+		"go test ./...",
+		"wraptool setup",
+		"requests approve req_",
+	} {
+		if !strings.Contains(md, cmd) {
+			t.Errorf("%s does not show %q", path, cmd)
+		}
+	}
+}
