@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -377,6 +378,9 @@ func (w *walker) run(where string, c shellCommand) {
 	if err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
+	if !replayable[words[0]] {
+		t.Fatalf("%s: %q: the replay runs only %v", where, c.line, mapKeys(replayable))
+	}
 	switch words[0] {
 	case "cd":
 		if len(words) != 2 {
@@ -489,6 +493,20 @@ func (w *walker) abs(p string) string {
 		return p
 	}
 	return filepath.Join(w.dir, p)
+}
+
+// replayable is every program a walkthrough line may start: a README
+// line is run by go test, so anything else (rm, curl, sudo) is refused
+// rather than trusted.
+var replayable = map[string]bool{"cd": true, "export": true, "mkdir": true, "git": true, "wraptool": true}
+
+func mapKeys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
 
 func mapValues(m map[string]string) []string {
