@@ -338,22 +338,20 @@ func fakeBinary(t *testing.T, dir string) string {
 }
 
 // substituteBinaries replaces $FAKE and the value of every `binary:` key
-// with fake, keeping everything else as written.
+// with fake, in the node tree, so that quoted and flow-style values are
+// replaced alike; the rest stays as written.
 func substituteBinaries(src, fake string) (string, error) {
 	src = strings.ReplaceAll(src, "$FAKE", fake)
 	var n yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &n); err != nil {
 		return "", err
 	}
-	lines := strings.Split(src, "\n")
 	var walk func(*yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if k.Value == "binary" && v.Kind == yaml.ScalarNode && v.Line == k.Line {
-					l := lines[v.Line-1]
-					lines[v.Line-1] = l[:k.Column-1] + "binary: " + fake
+				if k, v := n.Content[i], n.Content[i+1]; k.Value == "binary" && v.Kind == yaml.ScalarNode {
+					v.Value, v.Tag, v.Style = fake, "!!str", 0
 				}
 			}
 		}
@@ -362,7 +360,8 @@ func substituteBinaries(src, fake string) (string, error) {
 		}
 	}
 	walk(&n)
-	return strings.Join(lines, "\n"), nil
+	out, err := yaml.Marshal(&n)
+	return string(out), err
 }
 
 // validateConfigBlock loads a ```yaml config block as `config validate`
@@ -602,6 +601,7 @@ func TestDocsChecksCatchBreakage(t *testing.T) {
 	}{
 		{name: "a link to a file that does not exist", text: "See [the policy](polcy.md).\n", want: `link "polcy.md": no such file docs/polcy.md`},
 		{name: "a link above the repository", text: "See [x](../../etc/passwd).\n", want: "no such file ../etc/passwd"},
+		{name: "an escaped link above the repository", text: "See [x](%2e%2e/%2e%2e/etc/passwd).\n", want: "no such file ../etc/passwd"},
 		{name: "an anchor no heading has", text: "# One\nSee [one](#two).\n", want: "no heading in docs/broken.md has the anchor #two"},
 		{name: "an anchor into another doc that lacks it", text: "See [x](broken.md#nowhere).\n", want: "anchor #nowhere"},
 		{name: "a repeated heading's anchor beyond its repeats", text: "# A b\n# A b\nSee [x](#a-b-2).\n", want: "anchor #a-b-2"},
@@ -652,11 +652,11 @@ func TestDocsChecksPassWhatIsRight(t *testing.T) {
 	text := "# Adding a tool: `config add`\n# Adding a tool: `config add`\n## Évaluation order\n<a id=\"custom\"></a>\n" +
 		"[a](#adding-a-tool-config-add) [b](#adding-a-tool-config-add-1) [c](#évaluation-order) [d](#custom)\n" +
 		"[e](../README.md) [f](review.png) [g](https://example.com/x#y) `[h](nowhere.md)`\n" +
-		"```yaml config\nmcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: /usr/bin/git\n    allow:\n      - subcommand: [pull]\n  gh:\n    binary: $FAKE\n```\n" +
+		"```yaml config\nmcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: /usr/bin/git\n    allow:\n      - subcommand: [pull]\n  gh:\n    binary: $FAKE\n  jq: {binary: \"/opt/jq\", allow: [{subcommand: [pr, list]}]}\n```\n" +
 		"```yaml\n  not: [a whole config\n```\n" +
 		"```sh runnable\n# a comment\nwraptool config validate ~/.config/wraptool/config.yaml\nwraptool requests approve req_1 --once\n" +
 		"wraptool --config ./c.yaml requests list --status all | head\nwraptool check -- git push origin main\nwraptool check --tests tests.yaml\n" +
-		"wraptool help requests approve\nwraptool --version\nwraptool requests deny req_1 \\\n  --reason 'not now'\ngit status\n```\n" +
+		"wraptool help requests approve\nwraptool --version\nwraptool serve\nwraptool up\nwraptool setup claude-code\nwraptool requests deny req_1 \\\n  --reason 'not now'\ngit status\n```\n" +
 		"```sh\nwraptool no-such-thing\n```\n"
 	s := repoDocs(t)
 	s.docs["docs/ok.md"] = []byte(text)
@@ -682,6 +682,19 @@ func TestSlug(t *testing.T) {
 			t.Errorf("slug(%q) = %q, want %q", tt.heading, got, tt.want)
 		}
 	}
+}
+
+// mayCite is a cheap test that b might match staleReference: every
+// alternative holds one of these words (the regexp alone takes seconds
+// over the tree under the race detector).
+func mayCite(b []byte) bool {
+	lower := bytes.ToLower(b)
+	for _, w := range []string{"contr" + "act", "\u00a7", "iss" + "ue", "refer" + "ence"} {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }
 
 // codeFolders are where nothing may cite a document the repository lacks.
@@ -711,8 +724,8 @@ func TestNothingCitesAMissingDocument(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if bytes.IndexByte(b, 0) >= 0 {
-				return nil // binary
+			if bytes.IndexByte(b, 0) >= 0 || !mayCite(b) {
+				return nil // binary, or nothing to report
 			}
 			for i, line := range strings.Split(string(b), "\n") {
 				if m := staleReference.FindString(line); m != "" {
