@@ -125,12 +125,14 @@ type doc struct {
 }
 
 var (
-	fenceRE    = regexp.MustCompile("^ {0,3}(```+|~~~+)\\s*(.*)$")
-	headingRE  = regexp.MustCompile(`^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
-	inlineLink = regexp.MustCompile(`!?\[((?:[^\[\]]|\[[^\]]*\])*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
-	refLink    = regexp.MustCompile(`^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s.*)?$`)
-	htmlRef    = regexp.MustCompile(`(?i)\s(?:href|src)\s*=\s*"([^"]*)"`)
-	htmlAnchor = regexp.MustCompile(`(?i)<a\s[^>]*(?:id|name)\s*=\s*"([^"]*)"`)
+	fenceRE     = regexp.MustCompile("^ {0,3}(```+|~~~+)\\s*(.*)$")
+	headingRE   = regexp.MustCompile(`^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
+	inlineLink  = regexp.MustCompile(`!?\[((?:[^\[\]]|\[[^\]]*\])*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
+	refLink     = regexp.MustCompile(`^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s.*)?$`)
+	htmlRef     = regexp.MustCompile(`(?i)\s(?:href|src)\s*=\s*"([^"]*)"`)
+	orderedItem = regexp.MustCompile(`^[0-9]+[.)]\s`)
+	setextRE    = regexp.MustCompile(`^ {0,3}(=+|-+)\s*$`)
+	htmlAnchor  = regexp.MustCompile(`(?i)<a\s[^>]*(?:id|name)\s*=\s*"([^"]*)"`)
 )
 
 // parseDoc splits markdown into fenced blocks, headings and links; what is
@@ -156,6 +158,8 @@ func parseDoc(src []byte) doc {
 		}
 		if m := headingRE.FindStringSubmatch(line); m != nil {
 			d.headings = append(d.headings, m[2])
+		} else if setextRE.MatchString(line) && i > 0 && paragraphLine(lines[i-1]) {
+			d.headings = append(d.headings, strings.TrimSpace(lines[i-1]))
 		}
 		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
 			d.anchors = append(d.anchors, m[1])
@@ -172,6 +176,14 @@ func parseDoc(src []byte) doc {
 		}
 	}
 	return d
+}
+
+// paragraphLine reports whether a line is plain text, which a setext
+// underline (=== or ---) below it makes a heading.
+func paragraphLine(line string) bool {
+	t := strings.TrimSpace(line)
+	return t != "" && !strings.HasPrefix(line, "    ") && !strings.ContainsAny(t[:1], "#>|-*+<") &&
+		!fenceRE.MatchString(line) && !orderedItem.MatchString(t)
 }
 
 // stripCodeSpans drops a line's code spans (a run of backticks up to the
@@ -605,6 +617,7 @@ func TestDocsChecksCatchBreakage(t *testing.T) {
 		{name: "an anchor no heading has", text: "# One\nSee [one](#two).\n", want: "no heading in docs/broken.md has the anchor #two"},
 		{name: "an anchor into another doc that lacks it", text: "See [x](broken.md#nowhere).\n", want: "anchor #nowhere"},
 		{name: "a repeated heading's anchor beyond its repeats", text: "# A b\n# A b\nSee [x](#a-b-2).\n", want: "anchor #a-b-2"},
+		{name: "an anchor of a list item above a rule", text: "- item\n---\nSee [x](#item).\n", want: "anchor #item"},
 		{name: "an absolute link", text: "See [x](/README.md).\n", want: "absolute path"},
 		{name: "a config block with an unknown field", text: "```yaml config\n" + config + "    colour: red\n```\n", want: "yaml config block"},
 		{name: "a config block that is not YAML", text: "```yaml config\nmcp: [\n```\n", want: "yaml config block: not YAML"},
@@ -649,7 +662,9 @@ func TestDocsChecksCatchBreakage(t *testing.T) {
 // forms the docs use.
 func TestDocsChecksPassWhatIsRight(t *testing.T) {
 	t.Parallel()
-	text := "# Adding a tool: `config add`\n# Adding a tool: `config add`\n## Évaluation order\n<a id=\"custom\"></a>\n" +
+	text := "Set-up, measured\n===\n\nA list\n\n- item\n---\n\n" +
+		"[s](#set-up-measured)\n" +
+		"# Adding a tool: `config add`\n# Adding a tool: `config add`\n## Évaluation order\n<a id=\"custom\"></a>\n" +
 		"[a](#adding-a-tool-config-add) [b](#adding-a-tool-config-add-1) [c](#évaluation-order) [d](#custom)\n" +
 		"[e](../README.md) [f](review.png) [g](https://example.com/x#y) `[h](nowhere.md)`\n" +
 		"```yaml config\nmcp:\n  listen: 127.0.0.1:8717\ntools:\n  git:\n    binary: /usr/bin/git\n    allow:\n      - subcommand: [pull]\n  gh:\n    binary: $FAKE\n  jq: {binary: \"/opt/jq\", allow: [{subcommand: [pr, list]}]}\n```\n" +
