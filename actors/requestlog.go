@@ -107,7 +107,7 @@ func (w *RequestLog) Run(ctx context.Context) error {
 			for _, warn := range s.Warnings {
 				w.log.Warn("request log: skipped a line", "file", path, "line", warn.Line, "problem", warn.Err)
 			}
-			// Reply is buffered (size 1) by contract: this never blocks.
+			// Reply is buffered (size 1), as messages requires of every sender: this never blocks.
 			m.Reply <- messages.AppendResult{Submitted: s, Err: err}
 			if err == nil && !s.Existing {
 				w.announce(s)

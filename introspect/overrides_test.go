@@ -16,7 +16,7 @@ func TestParseOverrides(t *testing.T) {
 		// want is "file:line: …" prefix of the error; "" for success.
 		want string
 	}{
-		{"the reference's example parses", `
+		{"the documented example parses", `
 subcommands:
   commit:
     description: "Record changes to the repository"

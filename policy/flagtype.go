@@ -41,7 +41,7 @@ func ParseType(s string) Type {
 	return TypeUnknown
 }
 
-// TypeOf decides a flag's type in the reference's order: an explicit type
+// TypeOf decides a flag's type in this order, first match wins: an explicit type
 // (min/max imply integer, a pattern implies a value), then the tool's help,
 // then the name heuristic. proven is false when the type rests on the
 // heuristic alone: for a short flag that default ("takes a value") may be
@@ -79,7 +79,7 @@ func TypeOf(c *Constraint, helps Helps, tool string, sub []string, flag string) 
 }
 
 // LooksBoolean is the name heuristic for valueless flags: --no-*,
-// --enable-*, --disable-*, the reference's well-known switches, and --help.
+// --enable-*, --disable-*, the well-known switches listed below, and --help.
 // Short -f is deliberately not one: it names a file as often as it forces;
 // nor is -h, which is the host on psql, mysql and redis-cli (a seeded -h is
 // a boolean anyway, and runs alone).

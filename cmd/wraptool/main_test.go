@@ -213,7 +213,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // The problems below come from different stages of Load (decoding, path
-// expansion, semantic checks). The contract asks for the first problem in
+// expansion, semantic checks). validate reports the first problem in
 // document order, whichever stage of loading finds it.
 func TestConfigValidateReportsTheFirstProblemInDocumentOrder(t *testing.T) {
 	t.Parallel()

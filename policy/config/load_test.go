@@ -209,7 +209,7 @@ func TestLoadCountsAllowRulesBeforeSeeding(t *testing.T) {
 	}
 }
 
-// One test per key of the reference's migration table: the error points at
+// One test per key of the migration table: the error points at
 // that key's line, names its replacement, and carries the whole table.
 func TestServerSectionIsRefusedWithMigration(t *testing.T) {
 	t.Parallel()

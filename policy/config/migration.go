@@ -8,7 +8,7 @@ import (
 )
 
 // migrations maps each key of the retired server: section to its home now.
-// The order is the order of the reference's table, which the error prints.
+// The error prints them as a table in this order, the transport first.
 var migrations = [...]struct{ from, to string }{
 	{"server.transport", "mcp.transport"},
 	{"server.listen", "mcp.listen"},

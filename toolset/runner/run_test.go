@@ -43,7 +43,7 @@ func TestRunPassesArgvVerbatim(t *testing.T) {
 	}
 }
 
-func TestRunEnvironmentIsExactlyTheContracts(t *testing.T) {
+func TestRunEnvironmentIsExactlyTheDocumentedOne(t *testing.T) {
 	// Not parallel: it sets a variable in this process to prove it does not leak.
 	t.Setenv("WRAPTOOL_LEAK_CANARY", "leaked")
 	env := Environ(fakecli, os.Getenv, map[string]string{"FROM_FILE": "f", "SHARED": "file"}, map[string]string{"SHARED": "inline", "INLINE": "i"})

@@ -397,7 +397,7 @@ func (c ValidateCase) Check(t testing.TB, dir, stdout, stderr string, code int) 
 }
 
 // checkMigrationTable checks that the lines after stderr's first hold the
-// reference's table, one retired key and its replacement a line, in order.
+// migration table, one retired key and its replacement a line, in order.
 func checkMigrationTable(t testing.TB, stderr string) {
 	t.Helper()
 	want := [][2]string{

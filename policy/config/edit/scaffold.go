@@ -69,7 +69,7 @@ var starter = template.Must(template.New("starter").Parse(`# wraptool configurat
 #
 # The server reloads this file when you save it. Check an edit first with
 #   wraptool config validate
-# Every field is described in the configuration reference.
+# Every field is described in docs/configuration.md in wraptool's repository.
 
 mcp:
   transport: sse
