@@ -57,7 +57,7 @@ type Audit struct {
 	files    map[string]*jsonl.Rotating
 }
 
-// AuditOptions configure an Audit. The zero value is the README's
+// AuditOptions configure an Audit. The zero value is docs/operations.md's
 // figures.
 type AuditOptions struct {
 	// Lines is the queue (the wiring's AuditLines link, of length

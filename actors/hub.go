@@ -15,7 +15,7 @@ import (
 	"github.com/wraptool/wraptool/webui/httpguard"
 )
 
-// Limits and timeouts of the MCP listener (see the README, Serving). Each bounds what
+// Limits and timeouts of the MCP listener (see docs/operations.md, Serving). Each bounds what
 // one client, authenticated or not, can hold of the server.
 const (
 	// MaxBodyBytes bounds the memory one request can make the hub hold;

@@ -20,8 +20,8 @@ import (
 	"github.com/wraptool/wraptool/toolset/upstream"
 )
 
-// UpstreamTiming are an upstream client's clocks (README: Upstream MCP servers). A
-// zero field means its default, the README's figure.
+// UpstreamTiming are an upstream client's clocks (docs/upstream-servers.md). A
+// zero field means its default, the figure docs/upstream-servers.md gives.
 type UpstreamTiming struct {
 	// PingEvery is how often a running upstream is pinged. Default 30s.
 	PingEvery time.Duration

@@ -1,6 +1,6 @@
 // Command wraptool is a local MCP server that lets AI assistants run exactly
 // the commands an operator's policy allows, with credentials the assistant
-// never sees. See the README for the command tree.
+// never sees. README.md and docs/ describe the command tree.
 package main
 
 import (
@@ -36,7 +36,7 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// Exit statuses, as the README's command line section lists them.
+// Exit statuses, as docs/operations.md (Command line) lists them.
 const (
 	exitOK      = 0
 	exitFailure = 1 // a runtime failure or an invalid config

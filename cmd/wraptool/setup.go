@@ -35,7 +35,7 @@ type setupClient struct {
 }
 
 // setupClients is every client, in the order `setup` prints them. The
-// README's client set-up section says which documentation each form
+// docs/clients.md says which documentation each form
 // follows.
 var setupClients = []setupClient{
 	{"claude-code", "Claude Code", (*setupPrinter).claudeCode},

@@ -447,7 +447,7 @@ type hooks struct {
 	// load is the one load path (config.LoadFile).
 	load actors.LoadFunc
 	// upstreamTiming sets the upstream clients' clocks (ping, backoff);
-	// the zero value is the README's figures, which in-process tests
+	// the zero value is the documented figures (docs/upstream-servers.md), which in-process tests
 	// shorten.
 	upstreamTiming actors.UpstreamTiming
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Config is a loaded wraptool configuration. Its fields mirror the YAML keys
-// of the README's Configuration section; Load fills defaults and resolves paths, so
+// of docs/configuration.md; Load fills defaults and resolves paths, so
 // readers never need to.
 type Config struct {
 	// MCP is how the MCP transport is exposed.

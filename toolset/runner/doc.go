@@ -1,4 +1,4 @@
-// Package runner starts child processes the way wraptool must (README: The runner),
+// Package runner starts child processes the way wraptool must (docs/security.md: What a wrapped call runs in),
 // for whoever needs one: wrapped-tool calls (toolset), introspection's help
 // runs and upstream MCP servers. It knows nothing of policies or MCP, so
 // each of those can share one careful implementation of the environment
@@ -24,7 +24,7 @@
 // Every start is confined by the Command's (or Reaper.Start's) Sandbox:
 // Landlock rules that keep the child and all it starts away from
 // wraptool's own files, applied to the one OS thread the child is forked
-// from, never to wraptool (README: Confinement). A Sandbox is safe for
+// from, never to wraptool (docs/security.md: Confinement). A Sandbox is safe for
 // concurrent use: its kept rules are shared by reference count, rebuilt by
 // one start at a time when what they were built from changed. A Confiner
 // hands out one Sandbox per protected set for a server's life.

@@ -40,7 +40,7 @@ import (
 // still locked, which makes the Go runtime end the thread instead of
 // reusing it. A locked thread never creates other threads (the runtime
 // asks its template thread instead), so no restricted thread serves any
-// other goroutine. The README's confinement section says why this was
+// other goroutine. docs/security.md's confinement section says why this was
 // chosen over re-executing wraptool as a launcher.
 
 // fileRights are the rights Landlock accepts on a file that is not a

@@ -20,7 +20,7 @@ const (
 	// RetryInterval is the longest pause between two attempts to reach a
 	// server that went away; attempts start at a tenth of it. A restarted
 	// server gets its new session within this (plus the replay) of
-	// answering again, well inside the 5 s the README promises.
+	// answering again, well inside the 5 s docs/clients.md promises.
 	RetryInterval = time.Second
 	// MaxEventBytes bounds one message from the server (an SSE event or a
 	// JSON answer): a wrapped tool's result holds at most 1 MiB per stream,

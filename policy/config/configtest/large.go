@@ -6,7 +6,7 @@ import (
 )
 
 // LargeTools is the tools: section of a large config: tools × rules allow
-// rules of binary (500 × 10, 5,000 rules, is the one the README's performance
+// rules of binary (500 × 10, 5,000 rules, is the one docs/performance.md's
 // figures quote).
 // Every rule has flags, typed and patterned flag constraints, a denied flag
 // and positional patterns; every tool has a deny rule covering none of its

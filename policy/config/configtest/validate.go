@@ -207,7 +207,7 @@ func ValidateCases() []ValidateCase {
 			WantStderr: "$DIR/config.yaml:4: tools.git.binary: $DIR/plain-file is not executable",
 		},
 		{
-			Name: "a constraint with min above max gives the README's example message",
+			Name: "a constraint with min above max gives the documented example message",
 			Files: map[string]string{"config.yaml": "mcp:\n" +
 				"  listen: 127.0.0.1:8717\n" +
 				"tools:\n" +
