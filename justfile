@@ -41,7 +41,7 @@ fuzz time="30s":
       done; \
     done
 
-# The one report behind the README's Performance figures, measured side by side in one run:
+# The one report behind the figures in docs/performance.md, measured side by side in one run:
 # policy evaluation, config load of 500 × 10, the server's CPU and bytes per
 # call (from outside the process), p50/p99 against direct exec and a bare
 # go-sdk server, 16-client throughput, reload, the upstream bridge,

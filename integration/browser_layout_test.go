@@ -57,7 +57,7 @@ const layoutChecks = `(() => {
 // marks the flag a timed grant adds, with the grant's id and expiry; after
 // Confirm apply the page refreshes itself until the applied flag is in
 // service; ids and command tokens in the history never break, and the page
-// fits 420 px. It takes the README's screenshots of the review page (wide
+// fits 420 px. It takes the screenshots docs/approvals.md shows of the review page (wide
 // and 420 px): with WRAPTOOL_UPDATE_SCREENSHOTS=1 they are written to
 // docs/, else to a temporary folder.
 func TestReviewPageLayoutAndGrants(t *testing.T) {

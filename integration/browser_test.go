@@ -38,7 +38,7 @@ func chromiumPath(t *testing.T) string {
 // a third once (a grant the server takes up: list_changed, one call runs)
 // and finds "approved once", then "approved once, used", in the history,
 // the config untouched. It takes the
-// README's screenshots: with WRAPTOOL_UPDATE_SCREENSHOTS=1 they are written
+// screenshots docs/approvals.md shows: with WRAPTOOL_UPDATE_SCREENSHOTS=1 they are written
 // to docs/, else to a temporary folder.
 func TestAdminUIInABrowser(t *testing.T) {
 	slow(t, "the review UI in a headless browser")

@@ -68,7 +68,7 @@ var stdioBridges = []stdioBridge{
 // both the bridge's own: mcp-remote on /sse fails calls until its stream
 // reconnects (bounded by sseReconnectBound, the count logged), and
 // supergateway relays no notification at all (the test fails if a release
-// starts to, so the README's client table gets updated). Neither server
+// starts to, so docs/clients.md's client table gets updated). Neither server
 // logs an ERROR or the token.
 func TestStdioClientsSurviveRestart(t *testing.T) {
 	slow(t, "stdio bridges across a server restart")
@@ -132,7 +132,7 @@ func TestStdioClientsSurviveRestart(t *testing.T) {
 				t.Logf("%s: %d call(s) failed until its stream reconnected, the first with %q", b.name, ev.Count, ev.Message)
 			}
 			next("called")
-			// What the bridge did across the restart, for the README.
+			// What the bridge did across the restart, for docs/clients.md.
 			t.Logf("%s after the restart: %d session(s) restored, %d legacy SSE session(s) initialised on their client's behalf",
 				b.name, strings.Count(s2.Log(), "restored a session kept from the last run"),
 				strings.Count(s2.Log(), "initialising a legacy SSE session on its client's behalf"))
@@ -144,7 +144,7 @@ func TestStdioClientsSurviveRestart(t *testing.T) {
 			case b.dropsNotifications == "" && ev.Count < 1:
 				t.Errorf("tools/list_changed after the restart: %d, want at least 1\n--- node stderr:\n%s\n--- server log:\n%s", ev.Count, stderr, s2.Log())
 			case b.dropsNotifications != "" && ev.Count > 0:
-				t.Errorf("%s passed %d tools/list_changed on, which it never did (%s): update the README's client table", b.name, ev.Count, b.dropsNotifications)
+				t.Errorf("%s passed %d tools/list_changed on, which it never did (%s): update docs/clients.md's client table", b.name, ev.Count, b.dropsNotifications)
 			case b.dropsNotifications != "":
 				t.Logf("%s passed no tools/list_changed on, as expected: %s", b.name, b.dropsNotifications)
 			}

@@ -139,7 +139,7 @@ func psqlServer(t *testing.T, toolsAndRules ...string) (*server, string) {
 // psql's database name may be a connection string naming the host, which
 // the help-flag rule does not cover: without a pattern, -d and the
 // positional send the env file's password to a host the assistant picks.
-// The README's pattern (a plain database name only) refuses both forms,
+// The documented pattern (a plain database name only; docs/policy.md) refuses both forms,
 // and a plain name still connects to the configured host.
 func TestPsqlConnectionStringNeedsAPattern(t *testing.T) {
 	slow(t, "psql connection strings needing a pattern")

@@ -39,7 +39,7 @@ const (
 	reportPhaseBudget = 3 * time.Minute
 )
 
-// TestBenchReport is `just bench`: every figure of the README's Performance section, measured
+// TestBenchReport is `just bench`: every figure of docs/performance.md, measured
 // side by side in one run on this machine and printed as one report. It
 // asserts nothing about speed (shared machines are too noisy); it fails
 // only when a path it measures errs. Run it with `just bench`, or
