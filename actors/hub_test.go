@@ -1494,37 +1494,16 @@ type sseStream struct {
 	close func()
 }
 
-// openSSE opens GET /sse with token and reads the endpoint event.
+// openSSE opens GET /sse with token and reads the endpoint event; the
+// stream's messages are read and dropped.
 func (h *hubHarness) openSSE(t *testing.T, token string) sseStream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, "GET", h.baseURL()+"/sse", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := (&http.Client{Transport: h.client.Transport}).Do(req)
-	if err != nil {
-		t.Fatalf("GET /sse: %v", err)
-	}
-	if res.StatusCode != 200 {
-		t.Fatalf("GET /sse: status %d", res.StatusCode)
-	}
-	got := make(chan string, 1)
+	s := h.openSSEEvents(t, token)
 	go func() {
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(rest, "sessionid=") {
-				_, id, _ := strings.Cut(rest, "sessionid=")
-				got <- id
-				break
-			}
+		for range s.messages {
 		}
-		io.Copy(io.Discard, res.Body)
 	}()
-	id := receive(t, got, "the SSE endpoint event")
-	return sseStream{id: id, close: func() { cancel(); res.Body.Close() }}
+	return sseStream{id: s.id, close: s.close}
 }
 
 // postSSE sends msg to the legacy SSE message endpoint of session id.
