@@ -11,10 +11,8 @@ import (
 var fakecli string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(mainThreadHelperEnv) != "" {
-		// The child of TestNoThreadKeepsTheRestriction: confined starts
-		// from the main goroutine, which may run on the main thread.
-		os.Exit(mainThreadHelper())
+	if code, ok := helperChild(); ok {
+		os.Exit(code)
 	}
 	os.Exit(toolsettest.RunWithFakeCLI(m, &fakecli))
 }

@@ -534,6 +534,16 @@ func TestShadowed(t *testing.T) {
 // mainThreadHelperEnv runs the test binary as mainThreadHelper.
 const mainThreadHelperEnv = "WRAPTOOL_MAIN_THREAD_HELPER"
 
+// helperChild runs the test binary as mainThreadHelper when
+// TestNoThreadKeepsTheRestriction started it so: confined starts from the
+// main goroutine, which may run on the main thread.
+func helperChild() (code int, ok bool) {
+	if os.Getenv(mainThreadHelperEnv) == "" {
+		return 0, false
+	}
+	return mainThreadHelper(), true
+}
+
 // mainThreadHelper starts confined processes from the main goroutine,
 // then prints how many of its own threads carry no_new_privs (which only
 // a restricted thread has): a thread the runtime kept instead of ending.
