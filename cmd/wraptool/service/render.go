@@ -182,11 +182,10 @@ func ConfigOfUnit(unit []byte) (config string, ok bool) {
 // IsOurs reports whether a unit or plist starts with the marker install
 // writes.
 func IsOurs(content []byte) bool {
-	first, _, _ := bytes.Cut(content, []byte("\n"))
+	first, rest, _ := bytes.Cut(content, []byte("\n"))
 	if bytes.HasPrefix(first, []byte("<?xml")) {
-		rest := content[len(first)+1:]
-		first, _, _ = bytes.Cut(rest, []byte("\n"))
-		return string(first) == "<!-- "+xmlMarker+" -->"
+		second, _, _ := bytes.Cut(rest, []byte("\n"))
+		return string(second) == "<!-- "+xmlMarker+" -->"
 	}
 	return string(first) == "# "+Marker
 }

@@ -242,6 +242,7 @@ func TestIsOurs(t *testing.T) {
 		{"an operator's plist", "<?xml version=\"1.0\"?>\n<plist/>\n", false},
 		{"an empty file", "", false},
 		{"a plist marker in a unit", "<?xml\n", false},
+		{"an XML declaration and nothing after it", "<?xml", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -289,4 +290,38 @@ func TestUnitPassesSystemdAnalyzeVerify(t *testing.T) {
 	if err != nil || bytes.Contains(out, []byte(Unit)) {
 		t.Errorf("systemd-analyze verify: %v\n%s\nunit:\n%s", err, out, unit)
 	}
+}
+
+// Whatever the paths, a rendering either is refused or reads back, as
+// systemd and launchd read it, as exactly the four arguments: no path can
+// add an argument, a line or an element.
+func FuzzRenderReadsBackTheSameArguments(f *testing.F) {
+	f.Add("/opt/wraptool", hostile+"/config.yaml", "/home/you")
+	f.Add("/a b/w", "/c\nExecStartPre=/x", "/h")
+	f.Add("/w", "/c]]></string><string>evil", "/h<!--")
+	f.Fuzz(func(t *testing.T, bin, config, home string) {
+		spec := Spec{Binary: bin, Config: config, Env: []Var{{"HOME", home}}, Log: home}
+		want := []string{bin, "--config", config, "serve"}
+		if unit, err := SystemdUnit(spec); err == nil {
+			lines := strings.Split(unit, "\n")
+			var execs []string
+			for _, l := range lines {
+				if v, ok := strings.CutPrefix(l, "ExecStart="); ok {
+					execs = append(execs, v)
+				}
+			}
+			if len(execs) != 1 || len(lines) != 19 {
+				t.Fatalf("the unit has %d ExecStart lines and %d lines:\n%s", len(execs), len(lines), unit)
+			}
+			if got := splitSystemd(t, execs[0]); !slices.Equal(got, want) {
+				t.Fatalf("ExecStart splits to %q, want %q", got, want)
+			}
+		}
+		if plist, err := LaunchdPlist(spec); err == nil {
+			got, err := ProgramArguments([]byte(plist))
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("ProgramArguments = %q, %v; want %q\n%s", got, err, want, plist)
+			}
+		}
+	})
 }
