@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/wraptool/wraptool/cmd/wraptool/service"
+	"github.com/wraptool/wraptool/toolset/runner"
 )
 
 // serviceSys is what `service` asks of the system, replaced by in-process
@@ -330,12 +330,19 @@ func (a *app) runManager(ctx context.Context, name string, args ...string) ([]by
 	if path == "" {
 		return nil, fmt.Errorf("%s: not found on $PATH", name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, serviceCommandTimeout)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, path, args...)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
-	return out, err
+	// Through runner like every start (its own process group, bounded),
+	// but unconfined: these are the operator's own service manager
+	// clients, run by the operator's command and never for an assistant,
+	// and they need the manager's sockets the sandbox would hide.
+	res := runner.Run(ctx, runner.Command{Argv: append([]string{path}, args...), Env: os.Environ(), Timeout: serviceCommandTimeout})
+	out := []byte(res.Stdout + res.Stderr)
+	if res.Err != nil {
+		return out, res.Err
+	}
+	if res.ExitCode != 0 {
+		return out, fmt.Errorf("exit status %d", res.ExitCode)
+	}
+	return out, nil
 }
 
 // serviceEnv is the environment the service starts with: HOME, and PATH
