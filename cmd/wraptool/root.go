@@ -53,6 +53,9 @@ type app struct {
 	// confiner hands out the sandboxes every started process runs in,
 	// made on first use (confinerFor).
 	confiner *runner.Confiner
+
+	// svc is what `service` asks of the system; zero is the real one.
+	svc serviceSys
 }
 
 // exec runs the wraptool command line args. It is main without the process:
@@ -119,6 +122,7 @@ func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
 		a.checkCommand(),
 		a.connectCommand(),
 		a.setupCommand(),
+		a.serviceCommand(),
 		a.versionCommand(),
 		a.helpCommand(),
 	}

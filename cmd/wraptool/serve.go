@@ -212,10 +212,21 @@ func warnAtStart(log *slog.Logger, l *config.Loaded) {
 }
 
 // printClientSetup is up's ready: the set-up of every client, as `setup`
-// prints it, for the server just bound.
+// prints it, for the server just bound; then, when this terminal is what
+// keeps the server running, how to start it at login instead.
 func (a *app) printClientSetup(t setupTarget) error {
-	return a.writeSetup(t, setupClients)
+	if err := a.writeSetup(t, setupClients); err != nil {
+		return err
+	}
+	if strings.HasPrefix(t.Status, alreadyServing) {
+		return nil
+	}
+	_, err := fmt.Fprintln(a.stdout, "To start wraptool at login: wraptool service install")
+	return err
 }
+
+// alreadyServing begins up's status when another wraptool serves the config.
+const alreadyServing = "wraptool is already serving MCP at "
 
 // mcpListenError is the MCP listener's bind failing (not the admin
 // listener's): only then may a wraptool answering at mcp.listen be the
@@ -251,7 +262,7 @@ func (a *app) listenFailed(ctx context.Context, err error, c *config.Config, pat
 	if terr != nil {
 		return terr
 	}
-	t.Status = "wraptool is already serving MCP at " + url + " (config " + shellQuote(path) + "): nothing more to start."
+	t.Status = alreadyServing + url + " (config " + shellQuote(path) + "): nothing more to start."
 	return ready(t)
 }
 
