@@ -18,10 +18,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/wraptool/wraptool/policy/atomicfile"
 )
 
 // Bounds on what a stored file may hold; anything past them is hostile or
@@ -264,37 +265,5 @@ func Write(path string, data []byte) (err error) {
 	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
 		return fmt.Errorf("%s: %w: %s is not a regular file", path, ErrForeign, info.Mode().Type())
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil // renamed: the new file is in place, maybe not yet durable
-	}
-	defer d.Close()
-	d.Sync()
-	return nil
+	return atomicfile.Replace(path, data, 0o600)
 }

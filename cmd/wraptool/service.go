@@ -16,6 +16,7 @@ import (
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/wraptool/wraptool/cmd/wraptool/service"
+	"github.com/wraptool/wraptool/policy/atomicfile"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -177,7 +178,7 @@ func (a *app) serviceInstall(ctx context.Context, t *serviceTarget, force bool) 
 	if err := os.MkdirAll(filepath.Dir(t.file), 0o755); err != nil {
 		return fmt.Errorf("service install: %w", err)
 	}
-	if err := writeFileAtomic(t.file, []byte(content), 0o644); err != nil {
+	if err := atomicfile.Replace(t.file, []byte(content), 0o644); err != nil {
 		return fmt.Errorf("service install: %w", err)
 	}
 	fmt.Fprintf(a.stdout, "wrote %s (%s: %s --config %s serve)\n", shellQuote(t.file), t.kind(), shellQuote(bin), shellQuote(cfg))
@@ -383,42 +384,4 @@ func readOurs(path string) (content []byte, existed bool, err error) {
 		return nil, true, fmt.Errorf("service: %w", err)
 	}
 	return content, true, nil
-}
-
-// writeFileAtomic replaces path with data: a temporary file in the same
-// folder, written, chmodded, synced, then renamed over it, and the folder
-// synced, so a crash leaves the old file or the new one, never half of one.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
