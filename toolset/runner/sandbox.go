@@ -31,6 +31,12 @@ type Support struct {
 	ABI int
 	// Err says why nothing can be confined; nil when Mechanism is usable.
 	Err error
+	// Launcher makes every start go through wraptool's launcher (package
+	// launch), which enters the checked working directory by its handle
+	// and carries the confinement across its exec: how macOS starts
+	// children, and how Linux tests run that same path. False keeps
+	// Linux's direct start (a restricted thread, /proc/self/fd).
+	Launcher bool
 }
 
 // OK reports whether processes can be confined.
@@ -115,9 +121,13 @@ func (s *Sandbox) Support() Support {
 	return s.support
 }
 
-// start starts cmd confined; on a nil Sandbox it only starts it.
+// start starts cmd confined; on a nil Sandbox it only starts it. Whether
+// it goes through the launcher is launcherFor's to say.
 func (s *Sandbox) start(cmd *exec.Cmd) error {
 	if s == nil {
+		if launcherFor(nil) {
+			return startLaunched(cmd, -1, nil)
+		}
 		return cmd.Start()
 	}
 	if !s.support.OK() {
@@ -132,7 +142,7 @@ func (s *Sandbox) start(cmd *exec.Cmd) error {
 		return confineError(err)
 	}
 	defer s.release(rs)
-	return rs.start(cmd)
+	return rs.start(cmd, s.support.Launcher)
 }
 
 // confineError words a failure to confine for the call's error.

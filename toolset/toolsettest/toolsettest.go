@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/toolset/runner/launch"
 )
 
 // BuildFakeCLI compiles toolset/testdata/fakecli into dir and returns the
@@ -52,7 +53,12 @@ const FakeCLIEnv = "WRAPTOOL_TEST_FAKECLI"
 // RunWithFakeCLI is a TestMain body: it builds the fixture into a temporary
 // folder (or takes the one FakeCLIEnv names), stores its path in *fakecli,
 // runs the tests, removes the folder and returns the exit code for os.Exit.
+//
+// A test binary started as wraptool's launcher (a child its tests start
+// through it, as every child on macOS is) does not run its tests: it
+// execs the child's program and never returns from here.
 func RunWithFakeCLI(m *testing.M, fakecli *string) int {
+	launch.Main()
 	if *fakecli = os.Getenv(FakeCLIEnv); *fakecli != "" {
 		return m.Run()
 	}
