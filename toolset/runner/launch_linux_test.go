@@ -197,6 +197,8 @@ func TestLauncherFailureFailsTheStart(t *testing.T) {
 		{"the program is not executable", func(*testing.T) Command {
 			return Command{Argv: []string{notExec}}
 		}, "permission denied"},
+		// The program check finds it missing before any start; the
+		// launcher's own exec failure is TestLauncherRefusesWhatItWasNotGiven's.
 		{"the program is missing", func(*testing.T) Command {
 			return Command{Argv: []string{filepath.Join(dir, "missing")}}
 		}, "no such file or directory"},
@@ -218,6 +220,10 @@ func TestLauncherFailureFailsTheStart(t *testing.T) {
 				if res.ExitCode != -1 || res.Err == nil || !strings.HasPrefix(res.Err.Error(), "failed to start: ") || !strings.Contains(res.Err.Error(), tc.cause) {
 					t.Errorf("exit %d, err %v, stderr %q; want -1 and a start failure naming %q", res.ExitCode, res.Err, res.Stderr, tc.cause)
 				}
+				checked := strings.Contains(errText(res.Err), "refused to start")
+				if viaLauncher := mode.sb.Support().Launcher && !checked; viaLauncher != strings.Contains(errText(res.Err), "launcher: ") {
+					t.Errorf("err %v: want it from the launcher exactly when the start went through it (%v)", res.Err, viaLauncher)
+				}
 			})
 		}
 	}
@@ -238,7 +244,7 @@ func TestLauncherRefusesWhatItWasNotGiven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dirFile.Close()
+	t.Cleanup(func() { dirFile.Close() }) // after the parallel subtests
 	cases := []struct {
 		name  string
 		opts  []string
@@ -249,6 +255,7 @@ func TestLauncherRefusesWhatItWasNotGiven(t *testing.T) {
 		{"the ruleset descriptor is no ruleset", []string{"landlock=4"}, []*os.File{dirFile}, "confine: landlock_restrict_self"},
 		{"an unknown option", []string{"exec=/bin/sh"}, nil, "unexpected option"},
 		{"a descriptor number that is not the expected one", []string{"dir=7"}, []*os.File{dirFile}, "want 4"},
+		{"the program is missing", []string{"dir=4", "--", "/nonexistent/prog", "prog"}, []*os.File{dirFile}, "exec /nonexistent/prog: no such file or directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,7 +267,10 @@ func TestLauncherRefusesWhatItWasNotGiven(t *testing.T) {
 			defer r.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			args := append(append([]string{"v1", "status=3"}, tc.opts...), append([]string{"--"}, prog...)...)
+			args := append([]string{"v1", "status=3"}, tc.opts...)
+			if !slices.Contains(tc.opts, "--") {
+				args = append(append(args, "--"), prog...)
+			}
 			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Args[0] = launch.Marker
 			cmd.Env = []string{}
