@@ -170,7 +170,18 @@ func TestLaunchedChildGetsTheEnvironmentVerbatim(t *testing.T) {
 			t.Parallel()
 			r := runReport(t, Command{Argv: []string{fakecli, "a b", "", "--", "dir=4"}, Env: env, Sandbox: mode.sb})
 			if !slices.Equal(r.Env, want) {
-				t.Errorf("environment %q, want %q", r.Env, want)
+				var extra, missing []string
+				for _, kv := range r.Env {
+					if !slices.Contains(want, kv) {
+						extra = append(extra, kv)
+					}
+				}
+				for _, kv := range want {
+					if !slices.Contains(r.Env, kv) {
+						missing = append(missing, kv)
+					}
+				}
+				t.Errorf("environment: %d entries, want %d; added %.200q, missing %.200q", len(r.Env), len(want), extra, missing)
 			}
 			if wantArgv := []string{fakecli, "a b", "", "--", "dir=4"}; !slices.Equal(r.Argv, wantArgv) {
 				t.Errorf("argv %q, want %q", r.Argv, wantArgv)
@@ -365,6 +376,40 @@ func TestLaunchedWithoutConfinement(t *testing.T) {
 			}
 			if r.Cwd != dir+"-moved" || !slices.Equal(r.Env, []string{"A=1"}) || r.Argv[len(r.Argv)-1] != "x" {
 				t.Errorf("report %+v; want cwd %s, env [A=1], last argument x", r, dir+"-moved")
+			}
+		})
+	}
+}
+
+// The parent side refuses a start it cannot pass to the launcher whole.
+func TestStartLaunchedRefusesWhatItCannotPass(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cases := []struct {
+		name string
+		cmd  func() *exec.Cmd
+		want string
+	}{
+		{"descriptors besides the working directory", func() *exec.Cmd {
+			cmd := exec.Command(fakecli)
+			cmd.ExtraFiles = []*os.File{f, f}
+			return cmd
+		}, "only the working directory may be inherited"},
+		{"a program that is not a path", func() *exec.Cmd {
+			return &exec.Cmd{Path: "fakecli", Args: []string{"fakecli"}}
+		}, "is not a path"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := tc.cmd()
+			err := startLaunched(cmd, -1, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || cmd.Process != nil {
+				t.Errorf("startLaunched = %v, process %v; want nothing started and an error naming %q", err, cmd.Process, tc.want)
 			}
 		})
 	}
