@@ -1,8 +1,9 @@
 // Package toolsettest holds what the tests of toolset, toolset/runner, the
 // actors and integration share: the fake CLI fixture, built once per test
 // binary, helpers that watch the processes it starts, and small MCP client
-// helpers. It imports neither toolset nor runner, so their in-package tests
-// can use it without an import cycle.
+// helpers. It imports neither toolset nor runner (only runner's leaf
+// package launch, to dispatch the launcher), so their in-package tests can
+// use it without an import cycle.
 package toolsettest
 
 import (
