@@ -3,7 +3,6 @@ package proctree
 import (
 	"fmt"
 	"os"
-	"slices"
 )
 
 // Signal is a signal Sweep and Kill send, named here because not every
@@ -93,13 +92,19 @@ func Kill(victims, fresh []Proc, sig Signal, self int, sendTo Sender) []Proc {
 // between the read and the kill: such a child would be re-parented to
 // launchd when the parent dies, out of reach. It returns what it killed, for
 // the log; an error only when the first read of the table fails.
+//
+// Call it when the call ends, before its roots are reaped and before its
+// process group is killed: a process whose parent has exited is re-parented
+// to launchd and no walk by parent pid reaches it, so the walk must run while
+// the parents still live (the group kill after it ends what is left of the
+// group).
 func Sweep(roots []int, pgid int, o *Options) ([]Proc, error) {
 	self, sendTo := o.self(), o.send()
 	table, err := o.table()
 	if err != nil {
 		return nil, fmt.Errorf("read process table: %w", err)
 	}
-	victims := descendants(table, roots, pgid, self)
+	victims := descendants(table, roots, nil, pgid, self)
 	frozen := map[int]Proc{}
 	var order []Proc
 	for round := 0; round < maxRounds && len(victims) > 0; round++ {
@@ -119,18 +124,18 @@ func Sweep(roots []int, pgid int, o *Options) ([]Proc, error) {
 		// A frozen pid leads the next walk only while the table still
 		// shows it with its start time: if it died and its pid was
 		// reused, what lies below is not the call's.
-		next := slices.Clone(roots)
+		var held []int
 		live := map[int]uint64{}
 		for _, p := range table {
 			live[p.PID] = p.Start
 		}
 		for _, p := range order {
 			if s, ok := live[p.PID]; ok && s == p.Start {
-				next = append(next, p.PID)
+				held = append(held, p.PID)
 			}
 		}
 		victims = victims[:0]
-		for _, p := range descendants(table, next, pgid, self) {
+		for _, p := range descendants(table, roots, held, pgid, self) {
 			if _, ok := frozen[p.PID]; !ok {
 				victims = append(victims, p)
 			}

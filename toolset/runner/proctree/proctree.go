@@ -7,6 +7,8 @@ import (
 
 // Proc is one row of the process table.
 type Proc struct {
+	// PID, PPID and PGID are the process, its parent and its process
+	// group, as the table said when it was read.
 	PID, PPID, PGID int
 	// Start is an opaque token of when the process started (clock ticks
 	// since boot on Linux, microseconds since the epoch on macOS). Two
@@ -34,12 +36,14 @@ type Proc struct {
 // is still killed by pid. A corrupt table terminates: a pid that appears
 // twice keeps its first row, and a loop of parents is walked once.
 func Descendants(table []Proc, roots []int, pgid int) []Proc {
-	return descendants(table, roots, pgid, os.Getpid())
+	return descendants(table, roots, nil, pgid, os.Getpid())
 }
 
 // descendants is Descendants for a caller whose pid is self, so tests can
-// place the caller anywhere in a table.
-func descendants(table []Proc, roots []int, pgid, self int) []Proc {
+// place the caller anywhere in a table. held are more roots that need not
+// be the caller's children: processes Sweep froze and checked by start
+// time.
+func descendants(table []Proc, roots, held []int, pgid, self int) []Proc {
 	byPID := make(map[int]Proc, len(table))
 	for _, p := range table {
 		if _, dup := byPID[p.PID]; !dup {
@@ -63,6 +67,11 @@ func descendants(table []Proc, roots []int, pgid, self int) []Proc {
 	in := map[int]bool{}
 	var seeds []int
 	for _, r := range roots {
+		if q, ok := byPID[r]; ok && q.PPID == self {
+			seeds = append(seeds, r)
+		}
+	}
+	for _, r := range held {
 		if _, ok := byPID[r]; ok {
 			seeds = append(seeds, r)
 		}

@@ -79,6 +79,8 @@ func TestDescendants(t *testing.T) {
 			roots: []int{200, -1}, pgid: 200, want: []int{200}},
 		{name: "a pid its own parent ends",
 			table: table(p(200, 200, 200)), roots: []int{200}, pgid: 200, want: []int{200}},
+		{name: "a pid its own parent is no root of the caller",
+			table: table(p(200, 200, 200)), roots: []int{200}, want: []int{}},
 		{name: "a loop of parents ends and is walked once",
 			table: table(p(200, 202, 200), p(201, 200, 200), p(202, 201, 200)),
 			roots: []int{200}, pgid: 200, want: []int{200, 201, 202}},
@@ -100,11 +102,15 @@ func TestDescendants(t *testing.T) {
 			roots: []int{300, 200}, want: []int{300, 301, 200}},
 		{name: "a root below another root comes under it",
 			table: table(p(200, self, 200), p(201, 200, 200)), roots: []int{201, 200}, want: []int{200, 201}},
+		{name: "a root reaped and its pid taken by an unrelated process is ignored with its tree",
+			table: table(p(200, 1, 200), p(201, 200, 200), p(202, 201, 202)), roots: []int{200}, want: []int{}},
+		{name: "a root reaped and its pid taken by a process of another call is ignored",
+			table: table(p(300, self, 300), p(200, 300, 300), p(201, 200, 300)), roots: []int{200}, want: []int{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := pids(descendants(tt.table, tt.roots, tt.pgid, self))
+			got := pids(descendants(tt.table, tt.roots, nil, tt.pgid, self))
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("descendants(roots %v, group %d) = %v, want %v", tt.roots, tt.pgid, got, tt.want)
 			}
@@ -126,8 +132,9 @@ func TestDescendantsNeverReturnsTheCaller(t *testing.T) {
 // loops collide often) and checks what Descendants promises: it ends; it
 // returns each row at most once, the first row of its pid; never pid < 2,
 // the caller nor an ancestor of it; a process is returned exactly when its
-// parent chain reaches a root or a member of the group without passing the
-// caller's side; and a parent comes before its children unless they loop.
+// parent chain reaches a root that is the caller's child or a member of the
+// group without passing the caller's side; and a parent comes before its
+// children unless they loop.
 func FuzzDescendants(f *testing.F) {
 	f.Add([]byte{}, []byte{20}, int8(20), int8(10))
 	f.Add([]byte{10, 5, 10, 20, 10, 20, 21, 20, 20, 22, 21, 22}, []byte{20}, int8(20), int8(10))
@@ -144,7 +151,7 @@ func FuzzDescendants(f *testing.F) {
 			roots = append(roots, int(int8(b)))
 		}
 		pgid, me := int(pgid8), int(self8)
-		got := descendants(tab, roots, pgid, me)
+		got := descendants(tab, roots, nil, pgid, me)
 
 		first := map[int]Proc{}
 		for _, p := range tab {
@@ -159,7 +166,9 @@ func FuzzDescendants(f *testing.F) {
 		group := pgid > 0 && !(first[me].PGID == pgid && hasPID(first, me))
 		isRoot := map[int]bool{}
 		for _, r := range roots {
-			isRoot[r] = true
+			if q, ok := first[r]; ok && q.PPID == me {
+				isRoot[r] = true
+			}
 		}
 		// reaches says whether pid's chain reaches a seed through allowed
 		// pids, and whether it looped on the way.
