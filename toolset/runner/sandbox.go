@@ -25,7 +25,8 @@ type Protected struct {
 
 // Support is what this machine offers for confinement, as Probe finds it.
 type Support struct {
-	// Mechanism names the kernel feature used ("landlock"); "" when none.
+	// Mechanism names the kernel feature used ("landlock", "seatbelt");
+	// "" when none.
 	Mechanism string
 	// ABI is the mechanism's version in use (Landlock's ABI); 0 when none.
 	ABI int
@@ -43,13 +44,17 @@ type Support struct {
 func (s Support) OK() bool { return s.Err == nil && s.Mechanism != "" }
 
 // String is how /healthz, logs and `config validate` name it:
-// "landlock (ABI 7)", or the reason nothing can be confined.
+// "landlock (ABI 7)", "seatbelt (sandbox-exec)" (which has no ABI), or the
+// reason nothing can be confined.
 func (s Support) String() string {
 	if !s.OK() {
 		if s.Err != nil {
 			return "unavailable: " + s.Err.Error()
 		}
 		return "unavailable"
+	}
+	if s.ABI == 0 {
+		return s.Mechanism + " (sandbox-exec)"
 	}
 	return s.Mechanism + " (ABI " + strconv.Itoa(s.ABI) + ")"
 }
