@@ -27,9 +27,13 @@ const ProofTimeout = 2 * time.Second
 // key id (actors.ProofKeyID, never the token) go out, and only
 // actors.ConnectProof of that nonce, for the address c is connected to,
 // compared with hmac.Equal, lets c be used. host is the Host header (the
-// listener's DNS-rebinding check). Every failure (no endpoint, a wrong or
-// replayed answer, an answer with bytes after it, silence until ctx ends
-// or ProofTimeout passes) wraps ErrNoProof; c is then to be closed unused.
+// listener's DNS-rebinding check). An answer that is no proof (no
+// endpoint, a wrong or replayed proof, bytes after it) wraps ErrNoProof,
+// which stops connect; a listener that gives no answer at all (the
+// connection reset or closed, silence until ctx ends or ProofTimeout
+// passes: a server dying or still starting) is an error that does not, so
+// connect tries again within its bound. Either way c is then to be closed
+// unused, and nothing but the nonce and the key id was sent.
 //
 // The request is HTTP/1.1 with keep-alive on c itself, so the connection
 // that proved is the one that will carry the token: no other process can
@@ -38,6 +42,9 @@ func Prove(ctx context.Context, c net.Conn, host, token string) error {
 	addr := c.RemoteAddr().String()
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("%w: the listener at %s %s", ErrNoProof, addr, fmt.Sprintf(format, a...))
+	}
+	silent := func(format string, a ...any) error {
+		return fmt.Errorf("the listener at %s %s", addr, fmt.Sprintf(format, a...))
 	}
 	raw := make([]byte, actors.ProofNonceLen)
 	rand.Read(raw) // never fails (crypto/rand)
@@ -59,17 +66,17 @@ func Prove(ctx context.Context, c net.Conn, host, token string) error {
 	defer stop()
 
 	if err := req.Write(c); err != nil {
-		return fail("took no proof request: %v", err)
+		return silent("took no proof request: %v", err)
 	}
 	br := bufio.NewReaderSize(c, 4096)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
-		return fail("gave no proof (%v)", err)
+		return silent("gave no answer to the proof request (%v)", err)
 	}
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	resp.Body.Close()
 	if err != nil {
-		return fail("gave no whole proof (%v)", err)
+		return silent("gave no whole answer to the proof request (%v)", err)
 	}
 	if resp.StatusCode == http.StatusNotFound && bytes.Contains(answer, []byte(`"unknown_key"`)) {
 		return fail("says it holds no such token: check the token file, or another program holds the address")

@@ -87,24 +87,34 @@ func TestProveRefusesEveryListenerThatDoesNotHoldTheToken(t *testing.T) {
 		name    string
 		handler http.HandlerFunc
 		ok      bool
+		// silent: no answer at all (a server dying or starting), which
+		// connect tries again rather than stop on; still no token.
+		silent bool
 	}{
-		{"the holder of the token proves it", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, n, a) }), true},
+		{"the holder of the token proves it", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, n, a) }), true, false},
 		{"an impostor answering like /healthz is refused", func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, "ok\nconfinement: landlock\n")
-		}, false},
-		{"an impostor without the endpoint is refused", http.NotFound, false},
+		}, false, false},
+		{"an impostor without the endpoint is refused", http.NotFound, false, false},
 		{"an impostor saying it knows no such key is refused", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(404)
 			io.WriteString(w, `{"error":"unknown_key"}`)
-		}, false},
-		{"a guessed proof is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof("guess", n, a) }), false},
-		{"an answer replayed for another nonce is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, other, a) }), false},
-		{"an answer relayed from another address is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, n, "127.0.0.1:8717") }), false},
-		{"a proof without its last byte is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, n, a)[:31] }), false},
-		{"an empty proof is refused", proofAnswer(func(n, a string) []byte { return nil }), false},
+		}, false, false},
+		{"a guessed proof is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof("guess", n, a) }), false, false},
+		{"an answer replayed for another nonce is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, other, a) }), false, false},
+		{"an answer relayed from another address is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, n, "127.0.0.1:8717") }), false, false},
+		{"a proof without its last byte is refused", proofAnswer(func(n, a string) []byte { return actors.ConnectProof(proofToken, n, a)[:31] }), false, false},
+		{"an empty proof is refused", proofAnswer(func(n, a string) []byte { return nil }), false, false},
 		{"a silent listener is refused within the proof's bound", func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
 			<-r.Context().Done()
-		}, false},
+		}, false, true},
+		{"a listener that hangs up unanswered is refused", func(w http.ResponseWriter, r *http.Request) {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				c.Close()
+			}
+		}, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,8 +135,10 @@ func TestProveRefusesEveryListenerThatDoesNotHoldTheToken(t *testing.T) {
 			switch {
 			case tc.ok && err != nil:
 				t.Fatalf("Prove = %v, want nil", err)
-			case !tc.ok && !errors.Is(err, ErrNoProof):
-				t.Fatalf("Prove = %v, want ErrNoProof", err)
+			case !tc.ok && err == nil:
+				t.Fatal("Prove = nil, want an error")
+			case !tc.ok && errors.Is(err, ErrNoProof) == tc.silent:
+				t.Fatalf("Prove = %v; want ErrNoProof only for an answer that is no proof (silent %v)", err, tc.silent)
 			case !tc.ok && !strings.Contains(err.Error(), ln.Addr().String()):
 				t.Errorf("Prove = %v, want it to name %s", err, ln.Addr())
 			}
