@@ -2,10 +2,13 @@ package integration
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -68,7 +71,11 @@ func TestConnectAndUpRefuseAnImpostorOfTheSameUser(t *testing.T) {
 	}
 	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
 
-	out, stderr, code := runWraptool(t, env, "--config", cfgPath, "connect")
+	// The client's initialize waits on stdin, so a connect that trusted
+	// the listener would send it, with the token, to the impostor.
+	out, stderr, code := runWraptoolWithInput(t, env,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n",
+		"--config", cfgPath, "connect")
 	if last := lastLineOf(stderr); code != 1 || !strings.Contains(last, im.addr) || !strings.Contains(last, "prove") {
 		t.Errorf("connect beside an impostor: exit %d, %q; want 1, naming %s and the missing proof", code, last, im.addr)
 	}
@@ -91,4 +98,27 @@ func TestConnectAndUpRefuseAnImpostorOfTheSameUser(t *testing.T) {
 	if strings.Contains(got, token) || strings.Contains(strings.ToLower(got), "authorization") {
 		t.Errorf("the impostor received the token:\n%s", got)
 	}
+}
+
+// runWraptoolWithInput is runWraptool with stdin holding input.
+func runWraptoolWithInput(t *testing.T, env []string, input string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, wraptoolBin, args...)
+	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Stdin = strings.NewReader(input)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err != nil && ctx.Err() != nil:
+		t.Fatalf("%q did not finish within %v (stderr %q)", args, runTimeout, errOut.String())
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case err != nil:
+		t.Fatalf("run %q: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
 }
