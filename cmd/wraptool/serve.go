@@ -250,7 +250,7 @@ func (a *app) listenFailed(ctx context.Context, err error, c *config.Config, pat
 	if uerr != nil {
 		return err
 	}
-	if !probeWraptool(ctx, url) {
+	if !probeWraptool(ctx, url, c.MCP.AuthTokenFile) {
 		return fmt.Errorf("mcp.listen %s is held by another program (none of your wraptools answers there): stop it, or change mcp.listen in %s (%w)",
 			c.MCP.Listen, path, err)
 	}
