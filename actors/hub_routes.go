@@ -13,7 +13,8 @@ import (
 // behind the guard (DNS-rebinding check on a loopback listener, a method
 // the endpoint does not serve, bearer token, body limits), /healthz open,
 // and the OAuth discovery and registration paths answered with a 404 that
-// says wraptool has no OAuth. Every request body, on every route, gets the
+// says wraptool has no OAuth, and ProofPath open (after the DNS-rebinding
+// check), where the listener proves it holds a token. Every request body, on every route, gets the
 // body timeout to arrive, so neither a handler nor net/http (which reads
 // what a handler left of a body to reuse the connection) waits on a
 // stalled client for ever.
@@ -46,6 +47,10 @@ func (h *Hub) Handler() http.Handler {
 		// from wraptool's files.
 		w.Write([]byte("ok\nconfinement: " + h.confinement() + "\n"))
 	})
+	// The proof that this listener holds a token, before a client sends
+	// it: open (it proves, it authorizes nothing), after the DNS-rebinding
+	// check as every route.
+	mux.Handle(ProofPath, guard.CheckHost(http.HandlerFunc(h.proofHandler)))
 	mux.Handle("/sse", guard.WrapMethods(sseMethods, h.sseLife(refuseBatches(sse))))
 	mux.Handle("/mcp", guard.WrapMethods(streamableMethods, h.gateStreamable(refuseBatches(h.streams.observe(streamable)))))
 	// Every other path, after the DNS-rebinding check: the OAuth ones get

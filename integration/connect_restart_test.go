@@ -92,7 +92,7 @@ func TestConnectHeldCallsFailWhenTheServerStaysDown(t *testing.T) {
 		case r := <-done:
 			var werr *jsonrpc.Error
 			if !errors.As(r.err, &werr) || werr.Code != -32000 || !strings.Contains(werr.Message, addr) {
-				t.Errorf("call %d = %+v, %v; want a JSON-RPC error -32000 naming %s", i, r.res, r.err, addr)
+				t.Errorf("call %d = %+v, %v; want a JSON-RPC error -32000 naming %s\n%s", i, r.res, r.err, addr, c.stderr.String())
 			}
 		case <-time.After(connectStart + connectHeadroom):
 			t.Fatalf("call %d got no answer within %v of the server's death:\n%s", i, connectStart+connectHeadroom, c.stderr.String())

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 
 	"github.com/peterbourgon/ff/v4"
 
@@ -25,8 +24,9 @@ func (a *app) connectCommand() *ff.Command {
 		ShortHelp: "bridge stdio to the running server, for clients that can only start a command",
 		LongHelp: "Carries newline-delimited JSON-RPC between stdin/stdout and the running server's /mcp,\n" +
 			"with the config's MCP token (the client's own config holds none). Before it sends the token\n" +
-			"it checks that the listener belongs to you. It waits up to 5s for a server still starting,\n" +
-			"opens a new session when the server restarts, and exits 0 when stdin ends. With\n" +
+			"it checks that the listener belongs to you and proves it holds the token. It waits up to\n" +
+			"5s for a server still starting, opens a new session when the server restarts, and exits 0\n" +
+			"when stdin ends. With\n" +
 			"--token-file it sends an mcp.elicit_clients token instead, so the client's user is asked\n" +
 			"to approve what the assistant requests.\n\n" +
 			"Example:\n  wraptool connect --token-file ~/.config/wraptool/claude-token",
@@ -39,11 +39,6 @@ func (a *app) connectCommand() *ff.Command {
 // find the listener and the token, then bridge until stdin ends or a
 // signal comes.
 func (a *app) connect(ctx context.Context, tokenFile string) error {
-	// The owner check reads Linux's SO_PEERCRED and /proc/net/tcp; without
-	// them connect cannot tell who would receive the token.
-	if runtime.GOOS != "linux" {
-		return fmt.Errorf("connect: checking who owns the listener needs Linux (SO_PEERCRED, /proc/net/tcp); on %s point the client at the server's URL instead", runtime.GOOS)
-	}
 	path, err := a.configPath()
 	if err != nil {
 		return err
@@ -94,6 +89,24 @@ func (a *app) connect(ctx context.Context, tokenFile string) error {
 			c.Close()
 			return nil, err
 		}
+		// Every connection that may carry the token first proves the
+		// listener holds it: the owner check alone lets through a
+		// program of this user (a confined child can bind TCP).
+		if token == nil {
+			return c, nil
+		}
+		tok, err := token()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: read the token: %v", connect.ErrNoProof, err)
+		}
+		if tok == "" {
+			return c, nil
+		}
+		if err := connect.Prove(ctx, c, ep.host, tok); err != nil {
+			c.Close()
+			return nil, err
+		}
 		return c, nil
 	}
 
@@ -124,6 +137,8 @@ type endpoint struct {
 	// url is the Streamable HTTP endpoint (for a socket, its host is only
 	// the Host header).
 	url string
+	// host is url's host, the Host header of the proof.
+	host string
 }
 
 // connectEndpoint finds the MCP listener the config names. A listener on
@@ -132,7 +147,7 @@ type endpoint struct {
 // the config records.
 func connectEndpoint(m config.MCP) (endpoint, error) {
 	if m.Transport == "unix" {
-		return endpoint{address: m.Listen, network: "unix", dial: m.Listen, url: "http://localhost/mcp"}, nil
+		return endpoint{address: m.Listen, network: "unix", dial: m.Listen, url: "http://localhost/mcp", host: "localhost"}, nil
 	}
 	host, port, err := net.SplitHostPort(m.Listen)
 	if err != nil {
@@ -146,7 +161,7 @@ func connectEndpoint(m config.MCP) (endpoint, error) {
 		host = "127.0.0.1"
 	}
 	addr := net.JoinHostPort(host, port)
-	return endpoint{address: addr, network: "tcp", dial: addr, url: "http://" + addr + "/mcp"}, nil
+	return endpoint{address: addr, network: "tcp", dial: addr, url: "http://" + addr + "/mcp", host: addr}, nil
 }
 
 // readPrivateToken reads a token file connect is to send, with the checks

@@ -32,17 +32,17 @@ func TestProbeWraptoolChecksTheListenersOwner(t *testing.T) {
 		{"a listener of this user", func(net.Conn) error { return nil }, true},
 		{"a listener of another user", refuse, false},
 	} {
-		if got := probeWraptoolWith(t.Context(), impostor.URL, tc.owner); got != tc.want {
+		if got := probeWraptoolWith(t.Context(), impostor.URL, tc.owner, ""); got != tc.want {
 			t.Errorf("%s: probe = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	if runtime.GOOS == "linux" {
 		// The real check: this test's own listener belongs to this
 		// user, not to another.
-		if !probeWraptoolWith(t.Context(), impostor.URL, connect.Owner{UID: os.Getuid()}.Check) {
+		if !probeWraptoolWith(t.Context(), impostor.URL, connect.Owner{UID: os.Getuid()}.Check, "") {
 			t.Error("the owner check refused this user's own listener")
 		}
-		if probeWraptoolWith(t.Context(), impostor.URL, connect.Owner{UID: os.Getuid() + 1}.Check) {
+		if probeWraptoolWith(t.Context(), impostor.URL, connect.Owner{UID: os.Getuid() + 1}.Check, "") {
 			t.Error("the owner check accepted a listener as another user's")
 		}
 	}

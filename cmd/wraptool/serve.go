@@ -152,7 +152,7 @@ func (a *app) listen(s *server) (closeAll func(), err error) {
 		}
 	}
 	if a.dumpErr != nil {
-		a.log.Warn("cannot make wraptool's process non-dumpable; another process of this user could read its memory", "error", a.dumpErr)
+		a.log.Warn("cannot wholly close wraptool's process to other processes of this user (its memory or its environment block)", "error", a.dumpErr)
 	}
 	if a.ownsProcess {
 		if err := runner.BecomeSubreaper(); err != nil {
@@ -250,7 +250,7 @@ func (a *app) listenFailed(ctx context.Context, err error, c *config.Config, pat
 	if uerr != nil {
 		return err
 	}
-	if !probeWraptool(ctx, url) {
+	if !probeWraptool(ctx, url, c.MCP.AuthTokenFile) {
 		return fmt.Errorf("mcp.listen %s is held by another program (none of your wraptools answers there): stop it, or change mcp.listen in %s (%w)",
 			c.MCP.Listen, path, err)
 	}

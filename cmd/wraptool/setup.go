@@ -107,7 +107,7 @@ func (a *app) runSetup(ctx context.Context, args []string) error {
 		return err
 	}
 	if t.URL != "" {
-		if probeWraptool(ctx, t.URL) {
+		if probeWraptool(ctx, t.URL, t.TokenFile) {
 			t.Status = "wraptool is serving MCP at " + t.URL
 		} else {
 			t.Status = "wraptool is not answering at " + t.URL + " now; once `wraptool serve` (or `wraptool up`) runs on this config, it serves MCP there"
@@ -182,18 +182,41 @@ func listenURL(listen string) (string, error) {
 
 // probeWraptool reports whether a wraptool of this user answers /healthz
 // at base: the listening socket belongs to the user running this command
-// (checked before anything is sent, as connect checks it), and the answer is
-// "ok", then its confinement line. Anything may answer like that, so the
-// owner check is what keeps `up` from telling the operator that all is well
-// (and to hand clients the token) while another user's program holds the
-// port. It sends no credentials, follows no redirects, reads at most 256
-// bytes and gives up after 2 s.
-func probeWraptool(ctx context.Context, base string) bool {
-	return probeWraptoolWith(ctx, base, connect.Owner{UID: os.Getuid()}.Check)
+// (checked before anything is sent, as connect checks it), and, when the
+// config names a token file (tokenFile, "" for none), the listener proves
+// it holds that token (connect.Prove) before /healthz is asked; then the
+// answer is "ok" and its confinement line. Anything may answer like that,
+// and a program of this same user (a confined child can bind TCP) passes
+// the owner check, so the proof is what keeps `up` from telling the
+// operator that all is well (and to hand clients the token) while another
+// program holds the port. A token file that cannot be read is no proof. It
+// sends no credentials, follows no redirects, reads at most 256 bytes and
+// gives up after 2 s.
+func probeWraptool(ctx context.Context, base, tokenFile string) bool {
+	token := ""
+	if tokenFile != "" {
+		tok, err := config.ReadTokenFile(tokenFile)
+		if err != nil || tok == "" {
+			return false
+		}
+		token = tok
+	}
+	return probeWraptoolWith(ctx, base, connect.Owner{UID: os.Getuid()}.Check, token)
 }
 
-// probeWraptoolWith is probeWraptool with the owner check given (a test's).
-func probeWraptoolWith(ctx context.Context, base string, owner func(net.Conn) error) bool {
+// probeWraptoolWith is probeWraptool with the owner check given (a test's)
+// and the token read ("" proves nothing: the owner check alone).
+func probeWraptoolWith(ctx context.Context, base string, owner func(net.Conn) error, token string) bool {
+	if token != "" {
+		check := owner
+		host := strings.TrimPrefix(base, "http://")
+		owner = func(c net.Conn) error {
+			if err := check(c); err != nil {
+				return err
+			}
+			return connect.Prove(ctx, c, host, token)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wraptool/wraptool/actors"
 )
 
 // setupToken is the token the tests' token files hold: no form may print it.
@@ -495,24 +499,47 @@ func TestSetupWithAndWithoutAServer(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.Listener.Addr().String()
 	}
-	healthz := func(body string) string {
-		return serve(func(w http.ResponseWriter, r *http.Request) {
+	// proving answers the proof as a server holding setupToken does, so
+	// each case below is refused for what it shows, not for lacking it.
+	proving := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != actors.ProofPath {
+				h(w, r)
+				return
+			}
+			var req actors.ProofRequest
+			json.NewDecoder(r.Body).Decode(&req)
+			addr := r.Context().Value(http.LocalAddrContextKey).(net.Addr).String()
+			json.NewEncoder(w).Encode(actors.ProofAnswer{Proof: hex.EncodeToString(actors.ConnectProof(setupToken, req.Nonce, addr))})
+		}
+	}
+	healthzWith := func(body string, wrap func(http.HandlerFunc) http.HandlerFunc) string {
+		return serve(wrap(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/healthz" {
 				fmt.Fprint(w, body)
 			}
-		})
+		}))
 	}
-	// A listener that never answers: the probe gives up after 2 s.
-	hang := serve(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	healthz := func(body string) string { return healthzWith(body, proving) }
+	// An impostor answers /healthz like a wraptool but cannot prove it
+	// holds the token.
+	impostor := healthzWith("ok\nconfinement: off\n", func(h http.HandlerFunc) http.HandlerFunc { return h })
+	// A listener that never answers: the probe gives up after 2 s. It
+	// reads the body first (the proof request has one), so the server sees
+	// the probe hang up and the handler ends.
+	hang := serve(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	})
 	// A redirect to a wraptool's answer is not followed.
 	var redirect string
-	redirect = serve(func(w http.ResponseWriter, r *http.Request) {
+	redirect = serve(proving(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			http.Redirect(w, r, "http://"+redirect+"/real", http.StatusFound)
 			return
 		}
 		fmt.Fprint(w, "ok\nconfinement: off\n")
-	})
+	}))
 	// An answer far over the probe's 256 bytes is cut, and then is no
 	// wraptool's.
 	huge := healthz("ok\n" + strings.Repeat("x", 1<<20))
@@ -532,6 +559,7 @@ func TestSetupWithAndWithoutAServer(t *testing.T) {
 		{"a running wraptool", healthz("ok\nconfinement: off\n"), "wraptool is serving MCP at http://%s", exitOK},
 		{"no server", closed(), "wraptool is not answering at http://%s now", exitOK},
 		{"another program answering", healthz("hello"), "wraptool is not answering at http://%s now", exitOK},
+		{"a program of this user answering like a wraptool without the proof", impostor, "wraptool is not answering at http://%s now", exitOK},
 		{"a listener that never answers", hang, "wraptool is not answering at http://%s now", exitOK},
 		{"a redirect", redirect, "wraptool is not answering at http://%s now", exitOK},
 		{"a huge answer", huge, "wraptool is not answering at http://%s now", exitOK},

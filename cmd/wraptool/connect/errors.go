@@ -10,6 +10,11 @@ var (
 	// is sent to it, and the bridge stops at once (another local user may
 	// have taken the port while wraptool was down, to collect its token).
 	ErrForeignOwner = errors.New("the listener belongs to another user")
+	// ErrNoProof marks a listener that did not prove it holds the token
+	// (Prove): nothing is sent to it, and the bridge stops at once (a
+	// program of the same user, such as a confined child, may have taken
+	// the port to collect the token).
+	ErrNoProof = errors.New("the listener did not prove it holds the token")
 	// ErrOwnerUnknown marks a listener whose owner could not be found (its
 	// socket is gone from /proc/net/tcp, or the platform has no way to
 	// ask): nothing is sent to it, and the bridge tries again as if no server

@@ -164,7 +164,7 @@ func statusEvent(s *session, resp *http.Response, body []byte) (event, bool) {
 // listener of another user stops the bridge; anything else is a server
 // that does not answer.
 func transportEvent(s *session, err error) event {
-	if errors.Is(err, ErrForeignOwner) {
+	if refusing(err) {
 		return event{gen: s.gen, kind: eventFatal, err: fmt.Errorf("refusing the listener: %w; nothing was sent", err)}
 	}
 	return event{gen: s.gen, kind: eventLost, err: err}

@@ -19,8 +19,10 @@ import (
 // before anything is sent on it: for a unix socket, the
 // peer credentials the kernel recorded when the server called listen
 // (SO_PEERCRED); for TCP, the owner of the listening socket in
-// /proc/net/tcp and /proc/net/tcp6. Both are Linux's; elsewhere Check
-// refuses with ErrOwnerUnknown (see owner_other.go).
+// /proc/net/tcp and /proc/net/tcp6 on Linux. macOS offers the unix
+// socket's (LOCAL_PEERCRED) but no owner of a TCP listener, which the proof
+// alone vouches for there (owner_darwin.go); elsewhere Check refuses with
+// ErrOwnerUnknown (owner_other.go).
 //
 // The zero value checks against uid 0; connect sets UID to os.Getuid().
 type Owner struct {

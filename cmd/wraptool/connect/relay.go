@@ -57,9 +57,10 @@ type Options struct {
 	URL string
 	// Dial opens a connection to the server's listener. It must check who
 	// listens (Owner.Check) before it returns: nothing is written on a
-	// connection before Dial returns it. An error wrapping ErrForeignOwner
-	// stops the bridge at once; any other error is a server not answering
-	// (yet).
+	// connection before Dial returns it, and, when a token is to be sent,
+	// make the listener prove it holds it (Prove). An error wrapping
+	// ErrForeignOwner or ErrNoProof stops the bridge at once; any other
+	// error is a server not answering (yet).
 	Dial func(ctx context.Context) (net.Conn, error)
 	// Token returns the bearer token, read afresh for every new session
 	// and when the server refuses the one in use (a rotated token file);
@@ -86,7 +87,8 @@ type Options struct {
 // done, then ends the session (HTTP DELETE) and returns nil. It returns an
 // error wrapping ErrNoServer when no server answered within the start
 // timeout (even if stdin ended meanwhile), ErrForeignOwner when the listener
-// belongs to another user, ErrUnauthorized when the server refuses the
+// belongs to another user, ErrNoProof when it did not prove it holds the
+// token, ErrUnauthorized when the server refuses the
 // token, and ErrRefused when a restarted server refuses the client's
 // initialize; requests still in flight then get a JSON-RPC error first.
 //
@@ -386,7 +388,7 @@ func (b *bridge) await(ctx context.Context, deadline time.Time) error {
 			conn.Close()
 			return nil
 		}
-		if errors.Is(err, ErrForeignOwner) {
+		if refusing(err) {
 			return fmt.Errorf("refusing %s: %w; nothing was sent", b.o.Address, err)
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {

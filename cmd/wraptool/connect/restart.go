@@ -87,7 +87,7 @@ func (b *bridge) restart(ctx context.Context, e event) error {
 			break
 		}
 		var st stop
-		if errors.As(err, &st) || errors.Is(err, ErrForeignOwner) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRefused) || ctx.Err() != nil {
+		if errors.As(err, &st) || refusing(err) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrRefused) || ctx.Err() != nil {
 			return err
 		}
 		b.log.Debug("the replayed initialize failed; trying again", "error", err)

@@ -3,7 +3,6 @@ package connect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,7 +68,7 @@ func (b *bridge) replay(ctx context.Context) (*session, error) {
 	bare := &session{token: tok}
 	resp, err := b.do(rctx, http.MethodPost, bare, body, nil)
 	if err != nil {
-		if errors.Is(err, ErrForeignOwner) {
+		if refusing(err) {
 			return nil, fmt.Errorf("refusing %s: %w; nothing was sent", b.o.Address, err)
 		}
 		return nil, err
