@@ -14,6 +14,7 @@ import (
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/wraptool/wraptool/toolset/runner"
+	"github.com/wraptool/wraptool/toolset/runner/launch"
 )
 
 // init keeps the main goroutine on the main thread: the confined starts
@@ -22,6 +23,10 @@ import (
 func init() { runtime.LockOSThread() }
 
 func main() {
+	// Started as the launcher (a child on its way to the program it
+	// runs), wraptool is nothing else: it enters the directory, carries
+	// the confinement and execs, and this never returns.
+	launch.Main()
 	// Before anything else: no other process of this user, a tool
 	// wraptool starts included, may read this one's memory, environment
 	// or open files (ssh-agent does the same). A failure is reported by

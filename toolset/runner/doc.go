@@ -28,4 +28,11 @@
 // concurrent use: its kept rules are shared by reference count, rebuilt by
 // one start at a time when what they were built from changed. A Confiner
 // hands out one Sandbox per protected set for a server's life.
+//
+// Where /proc/self/fd does not exist (macOS), or a Support says Launcher
+// (Linux tests of that path), a start goes through wraptool's launcher
+// (package launch): wraptool re-executes itself, the launcher enters the
+// checked directory by the handle it inherits, applies the confinement it
+// inherits and execs the program in place, and the start returns once the
+// exec happened or fails as a direct start does.
 package runner

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/wraptool/wraptool/toolset/runner/launch"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
 
@@ -11,6 +12,8 @@ import (
 var fakecli string
 
 func TestMain(m *testing.M) {
+	// A child started through the launcher runs this binary first.
+	launch.Main()
 	if code, ok := helperChild(); ok {
 		os.Exit(code)
 	}

@@ -33,8 +33,9 @@ type Command struct {
 	Dir string
 	// DirFile is an opened working directory, which wins over Dir: the child
 	// starts in the handle itself (/proc/self/fd/N, entered in the child
-	// between fork and exec, where the descriptor is still open), so a
-	// symlink swapped into the path after the check cannot move it. Run
+	// between fork and exec, where the descriptor is still open; through
+	// the launcher, which inherits it and fchdir()s to it before its exec),
+	// so a symlink swapped into the path after the check cannot move it. Run
 	// closes it once the child has started or failed to. Nil means Dir.
 	DirFile *os.File
 	// Env is the complete environment (see Environ).
@@ -101,7 +102,11 @@ func Run(ctx context.Context, c Command) Result {
 	cmd := exec.CommandContext(runCtx, c.Argv[0], c.Argv[1:]...)
 	cmd.Dir = c.Dir
 	if c.DirFile != nil {
-		cmd.Dir = fdPath(c.DirFile)
+		cmd.Dir = fdPath(c.DirFile) // where the program check looks
+		if launcherFor(c.Sandbox) {
+			// The launcher inherits the handle and enters it itself.
+			cmd.ExtraFiles = []*os.File{c.DirFile}
+		}
 	}
 	cmd.Env = c.Env
 	if cmd.Env == nil {

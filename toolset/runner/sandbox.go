@@ -25,25 +25,36 @@ type Protected struct {
 
 // Support is what this machine offers for confinement, as Probe finds it.
 type Support struct {
-	// Mechanism names the kernel feature used ("landlock"); "" when none.
+	// Mechanism names the kernel feature used ("landlock", "seatbelt");
+	// "" when none.
 	Mechanism string
 	// ABI is the mechanism's version in use (Landlock's ABI); 0 when none.
 	ABI int
 	// Err says why nothing can be confined; nil when Mechanism is usable.
 	Err error
+	// Launcher makes every start go through wraptool's launcher (package
+	// launch), which enters the checked working directory by its handle
+	// and carries the confinement across its exec: how macOS starts
+	// children, and how Linux tests run that same path. False keeps
+	// Linux's direct start (a restricted thread, /proc/self/fd).
+	Launcher bool
 }
 
 // OK reports whether processes can be confined.
 func (s Support) OK() bool { return s.Err == nil && s.Mechanism != "" }
 
 // String is how /healthz, logs and `config validate` name it:
-// "landlock (ABI 7)", or the reason nothing can be confined.
+// "landlock (ABI 7)", "seatbelt (sandbox-exec)" (which has no ABI), or the
+// reason nothing can be confined.
 func (s Support) String() string {
 	if !s.OK() {
 		if s.Err != nil {
 			return "unavailable: " + s.Err.Error()
 		}
 		return "unavailable"
+	}
+	if s.ABI == 0 {
+		return s.Mechanism + " (sandbox-exec)"
 	}
 	return s.Mechanism + " (ABI " + strconv.Itoa(s.ABI) + ")"
 }
@@ -115,9 +126,13 @@ func (s *Sandbox) Support() Support {
 	return s.support
 }
 
-// start starts cmd confined; on a nil Sandbox it only starts it.
+// start starts cmd confined; on a nil Sandbox it only starts it. Whether
+// it goes through the launcher is launcherFor's to say.
 func (s *Sandbox) start(cmd *exec.Cmd) error {
 	if s == nil {
+		if launcherFor(nil) {
+			return startLaunched(cmd, -1, nil)
+		}
 		return cmd.Start()
 	}
 	if !s.support.OK() {
@@ -132,7 +147,7 @@ func (s *Sandbox) start(cmd *exec.Cmd) error {
 		return confineError(err)
 	}
 	defer s.release(rs)
-	return rs.start(cmd)
+	return rs.start(cmd, s.support.Launcher)
 }
 
 // confineError words a failure to confine for the call's error.

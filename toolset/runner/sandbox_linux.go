@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wraptool/wraptool/toolset/runner/launch"
 )
 
 // Landlock in wraptool.
@@ -357,7 +359,14 @@ func (rs *ruleset) allowEntries(dir string, pl *plan, skip, ro map[devIno]bool, 
 // that lands there lets go of the thread and tries again from a new
 // goroutine; wraptool's main locks its goroutine to the main thread, so
 // there it never happens.
-func (rs *ruleset) start(cmd *exec.Cmd) error {
+//
+// Through the launcher (viaLauncher) nothing in wraptool is restricted:
+// the launcher inherits the ruleset and restricts its own thread before
+// the exec, as macOS's launcher applies its confinement.
+func (rs *ruleset) start(cmd *exec.Cmd, viaLauncher bool) error {
+	if viaLauncher {
+		return startLaunched(cmd, rs.fd, nil)
+	}
 	for {
 		errc := make(chan error, 1)
 		retry := make(chan struct{})
@@ -370,7 +379,7 @@ func (rs *ruleset) start(cmd *exec.Cmd) error {
 			}
 			// Never unlocked: the thread carries the restriction and
 			// ends with this goroutine.
-			if err := restrictThread(rs.fd); err != nil {
+			if err := launch.RestrictThread(rs.fd); err != nil {
 				errc <- confineError(err)
 				return
 			}
@@ -382,29 +391,6 @@ func (rs *ruleset) start(cmd *exec.Cmd) error {
 		case <-retry:
 		}
 	}
-}
-
-// childDrops are the capabilities no confined process keeps: with either,
-// the kernel lets a process read another's /proc/PID/environ and maps past
-// Landlock's ptrace scoping (seen on 6.18). Mounting is refused to a
-// confined process anyway.
-var childDrops = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_PERFMON}
-
-// restrictThread restricts the calling OS thread alone: no_new_privs; the
-// capabilities of childDrops out of its ambient, inheritable and bounding
-// sets (an execve by root gets back whatever the bounding set keeps; all
-// three sets are per thread); then the Landlock rules.
-func restrictThread(fd int) error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl PR_SET_NO_NEW_PRIVS: %w", err)
-	}
-	if err := dropCapabilities(); err != nil {
-		return err
-	}
-	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); e != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", e)
-	}
-	return nil
 }
 
 // NotDumpable makes this process not dumpable, as ssh-agent does: no
@@ -462,50 +448,4 @@ func envBounds(stat string) (start, end uint64, err error) {
 		end, err = strconv.ParseUint(f[48], 10, 64)
 	}
 	return start, end, err
-}
-
-// dropCapabilities takes childDrops out of the calling thread's ambient
-// and inheritable sets and, for root, its bounding set: an execve by root
-// gets back whatever the bounding set holds, while any other user's
-// execve gains nothing from it under no_new_privs (which also ignores file
-// capabilities). Lowering the bounding set needs CAP_SETPCAP; root without
-// it is refused only when a capability to drop is there.
-func dropCapabilities() error {
-	// Clearing the ambient set needs no privilege.
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
-		return fmt.Errorf("prctl PR_CAP_AMBIENT_CLEAR_ALL: %w", err)
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
-	lowered := false
-	for _, c := range childDrops {
-		if data[c/32].Inheritable&(1<<(c%32)) != 0 {
-			data[c/32].Inheritable &^= 1 << (c % 32)
-			lowered = true
-		}
-	}
-	if lowered {
-		if err := unix.Capset(&hdr, &data[0]); err != nil {
-			return fmt.Errorf("capset: %w", err)
-		}
-	}
-	if unix.Geteuid() != 0 && unix.Getuid() != 0 {
-		return nil
-	}
-	for _, c := range childDrops {
-		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, c, 0, 0, 0)
-		if err == unix.EINVAL || (err == nil && in == 0) {
-			continue // a kernel that does not know it, or already out
-		}
-		if err != nil {
-			return fmt.Errorf("prctl PR_CAPBSET_READ %d: %w", c, err)
-		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
-			return fmt.Errorf("prctl PR_CAPBSET_DROP %d: %w", c, err)
-		}
-	}
-	return nil
 }

@@ -44,9 +44,14 @@ type jail struct {
 	sb                         *Sandbox
 }
 
-func newJail(t *testing.T) *jail {
+func newJail(t *testing.T) *jail { return newJailStarting(t, false) }
+
+// newJailStarting is newJail whose sandbox starts every process through
+// the launcher (the path macOS takes) when viaLauncher is true.
+func newJailStarting(t *testing.T, viaLauncher bool) *jail {
 	t.Helper()
 	sup := requireLandlock(t)
+	sup.Launcher = viaLauncher
 	root := t.TempDir()
 	j := &jail{root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "home", "work")}
 	j.config = filepath.Join(j.home, ".config", "wraptool", "config.yaml")
@@ -148,7 +153,17 @@ func TestSandboxKeepsEveryPathAwayFromTheProtectedSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: every protected path tried from a confined child")
 	}
-	j := newJail(t)
+	for _, viaLauncher := range []bool{false, true} {
+		name := "direct"
+		if viaLauncher {
+			name = "through the launcher"
+		}
+		t.Run(name, func(t *testing.T) { attackJail(t, newJailStarting(t, viaLauncher)) })
+	}
+}
+
+// attackJail tries every attack on j from a child j's sandbox confines.
+func attackJail(t *testing.T, j *jail) {
 	attacks := attacks(j)
 	before := snapshotFiles(t, j.config, j.token, j.tool)
 	for _, a := range attacks {
@@ -457,6 +472,12 @@ func BenchmarkStart(b *testing.B) {
 	}
 	b.Run("unconfined", func(b *testing.B) { run(b, func() *Sandbox { return nil }) })
 	b.Run("confined", func(b *testing.B) { run(b, func() *Sandbox { return kept }) })
+	// The path macOS takes: one more exec, of this test binary, per start.
+	launched := sup
+	launched.Launcher = true
+	viaLauncher := NewSandbox(protected, launched)
+	defer viaLauncher.Close()
+	b.Run("confined-launcher", func(b *testing.B) { run(b, func() *Sandbox { return viaLauncher }) })
 	b.Run("confined-rebuilt", func(b *testing.B) {
 		run(b, func() *Sandbox { return NewSandbox(protected, sup) })
 	})

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package runner
 
@@ -25,6 +25,6 @@ func buildRuleset(*plan, Support) (*ruleset, error) {
 	return nil, errors.New("no confinement on " + runtime.GOOS)
 }
 
-func (*ruleset) valid() bool               { return false }
-func (*ruleset) close()                    {}
-func (*ruleset) start(cmd *exec.Cmd) error { return errors.New("no confinement on " + runtime.GOOS) }
+func (*ruleset) valid() bool                 { return false }
+func (*ruleset) close()                      {}
+func (*ruleset) start(*exec.Cmd, bool) error { return errors.New("no confinement on " + runtime.GOOS) }

@@ -109,7 +109,9 @@ func Workdir(requested, defaultDir string, roots []string) (string, error) {
 
 // OpenWorkdir is Workdir, then the open that pins the result: the checked
 // directory is opened once, and the opened handle is checked again (what it
-// really is, read back from /proc/self/fd, must lie inside a root), so a
+// really is, read back from /proc/self/fd or, where there is none, its
+// path resolved again and found to be the same directory, must lie inside
+// a root), so a
 // symlink swapped into the path after Workdir's check cannot move the child
 // once Run starts it in the handle itself (Command.DirFile). It returns the
 // handle and the path it resolves to; both are empty for the server's own
@@ -136,7 +138,7 @@ func OpenWorkdir(requested, defaultDir string, roots []string) (*os.File, string
 		return fail(err)
 	}
 	f := os.NewFile(uintptr(fd), dir)
-	real, err := os.Readlink(fdPath(f))
+	real, err := handlePath(f, dir)
 	if err != nil {
 		f.Close()
 		return fail(err)
@@ -148,11 +150,32 @@ func OpenWorkdir(requested, defaultDir string, roots []string) (*os.File, string
 	return f, real, nil
 }
 
-// fdPath names an open file through /proc/self/fd. In a child between fork
-// and exec, where the descriptor is inherited, it names the same file.
-func fdPath(f *os.File) string {
-	return "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+// sameDirectory is the path of the opened directory f found without
+// /proc: dir resolved again (symlinks followed), accepted only when what it
+// resolves to now has f's device and inode. A path swapped after the open
+// either still leads to f, whose path this then is, or does not and is
+// refused; a caller checks the path against the roots afterwards, so the
+// handle's directory was inside them when this read it.
+func sameDirectory(f *os.File, dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	var have, now syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &have); err != nil {
+		return "", err
+	}
+	if err := syscall.Stat(real, &now); err != nil {
+		return "", err
+	}
+	if have.Dev != now.Dev || have.Ino != now.Ino {
+		return "", errDirMoved
+	}
+	return real, nil
 }
+
+// errDirMoved: the directory opened is no longer the one its path names.
+var errDirMoved = errors.New("the directory changed while it was opened")
 
 // insideRoots reports whether the resolved path real lies inside the
 // resolved form of some root; no roots admit everything.

@@ -164,3 +164,73 @@ func TestCwdErrorSaysWhatWentWrong(t *testing.T) {
 		})
 	}
 }
+
+// Without /proc the opened handle's path is its path resolved again, taken
+// only while it still leads to the very directory opened (how macOS reads
+// a handle back; Linux runs the same function here).
+func TestSameDirectory(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		// change changes dir after the open; it returns the path the
+		// check must report ("" when it must refuse).
+		change func(t *testing.T, dir, other string) string
+	}{
+		{"the path still leads to it", func(t *testing.T, dir, _ string) string { return dir }},
+		{"a symlink on the way leads to it", func(t *testing.T, dir, _ string) string {
+			link := dir + "-link"
+			mustDo(t, os.Symlink(dir, link))
+			return dir // the caller passes the link; see below
+		}},
+		{"the path was swapped for a symlink elsewhere", func(t *testing.T, dir, other string) string {
+			mustDo(t, os.Rename(dir, dir+"-moved"), os.Symlink(other, dir))
+			return ""
+		}},
+		{"a new folder took its name", func(t *testing.T, dir, _ string) string {
+			mustDo(t, os.Rename(dir, dir+"-moved"), os.Mkdir(dir, 0o700))
+			return ""
+		}},
+		{"the folder was removed", func(t *testing.T, dir, _ string) string {
+			mustDo(t, os.Remove(dir))
+			return ""
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			base, _ := filepath.EvalSymlinks(t.TempDir())
+			dir, other := filepath.Join(base, "dir"), filepath.Join(base, "other")
+			mustDo(t, os.Mkdir(dir, 0o700), os.Mkdir(other, 0o700))
+			f, err := os.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			want := tc.change(t, dir, other)
+			asked := dir
+			if _, err := os.Lstat(dir + "-link"); err == nil {
+				asked = dir + "-link"
+			}
+			got, err := sameDirectory(f, asked)
+			if want == "" {
+				if err == nil {
+					t.Errorf("sameDirectory = %q, want a refusal", got)
+				}
+				return
+			}
+			if err != nil || got != want {
+				t.Errorf("sameDirectory = %q, %v; want %q", got, err, want)
+			}
+		})
+	}
+}
+
+// mustDo fails the test at the first of errs that is not nil.
+func mustDo(t *testing.T, errs ...error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,8 +1,9 @@
 // Package toolsettest holds what the tests of toolset, toolset/runner, the
 // actors and integration share: the fake CLI fixture, built once per test
 // binary, helpers that watch the processes it starts, and small MCP client
-// helpers. It imports neither toolset nor runner, so their in-package tests
-// can use it without an import cycle.
+// helpers. It imports neither toolset nor runner (only runner's leaf
+// package launch, to dispatch the launcher), so their in-package tests can
+// use it without an import cycle.
 package toolsettest
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wraptool/wraptool/integration/waittest"
+	"github.com/wraptool/wraptool/toolset/runner/launch"
 )
 
 // BuildFakeCLI compiles toolset/testdata/fakecli into dir and returns the
@@ -52,7 +54,12 @@ const FakeCLIEnv = "WRAPTOOL_TEST_FAKECLI"
 // RunWithFakeCLI is a TestMain body: it builds the fixture into a temporary
 // folder (or takes the one FakeCLIEnv names), stores its path in *fakecli,
 // runs the tests, removes the folder and returns the exit code for os.Exit.
+//
+// A test binary started as wraptool's launcher (a child its tests start
+// through it, as every child on macOS is) does not run its tests: it
+// execs the child's program and never returns from here.
 func RunWithFakeCLI(m *testing.M, fakecli *string) int {
+	launch.Main()
 	if *fakecli = os.Getenv(FakeCLIEnv); *fakecli != "" {
 		return m.Run()
 	}
