@@ -156,7 +156,7 @@ func (a *app) listen(s *server) (closeAll func(), err error) {
 	}
 	if a.ownsProcess {
 		if err := runner.BecomeSubreaper(); err != nil {
-			a.log.Warn("cannot become a child subreaper; processes that leave a call's process group are not reaped", "error", err)
+			a.log.Warn("cannot become a child subreaper", "error", err)
 		}
 	}
 	if err := s.hub.Listen(); err != nil {

@@ -43,6 +43,9 @@ type Reaper struct {
 	// mu guards owned: how many running Starts track each pid.
 	mu    sync.Mutex
 	owned map[int]int
+	// byTable: Run also sweeps each call's leftovers by the process table
+	// as the call ends (leftovers.go); set where there is no subreaper.
+	byTable bool
 }
 
 // NewReaper returns a Reaper that logs what it kills to log (nil means
@@ -51,7 +54,7 @@ func NewReaper(log *slog.Logger) *Reaper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reaper{log: log, bell: make(chan struct{}, 1), owned: map[int]int{}}
+	return &Reaper{log: log, bell: make(chan struct{}, 1), owned: map[int]int{}, byTable: sweepByTableDefault}
 }
 
 // Run sweeps on every ring of the doorbell and on every SIGCHLD until ctx

@@ -122,8 +122,11 @@ func Run(ctx context.Context, c Command) Result {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var killed atomic.Bool // the timeout or ctx really stopped the child
 	cmd.Cancel = func() error {
-		// The child leads its own group; kill every member.
+		// The child leads its own group; kill every member. Without a
+		// subreaper, what left the group is found first, while the whole
+		// tree still lives.
 		killed.Store(true)
+		c.Reaper.sweepCall(cmd.Process.Pid)
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = waitDelay
@@ -143,6 +146,10 @@ func Run(ctx context.Context, c Command) Result {
 			err = fmt.Errorf("failed to start: %w", err)
 		}
 		return Result{ExitCode: -1, Duration: time.Since(start), Err: err}
+	}
+	if c.Reaper.sweepsByTable() && awaitExit(cmd.Process.Pid) {
+		// Exited, not yet reaped: its pid and group id are still its own.
+		c.Reaper.sweepCall(cmd.Process.Pid)
 	}
 	err = cmd.Wait()
 	// Whatever the child left running in its group (a backgrounded helper

@@ -109,7 +109,13 @@ func WaitForPID(t testing.TB, pidfile string) int {
 		if err != nil || len(data) == 0 {
 			return errors.New("the fixture never wrote its pidfile")
 		}
-		pid, _ = strconv.Atoi(string(data))
+		// A pid that does not parse (or 0, or 1) must never reach a
+		// caller's kill: kill(0) signals the test's own process group.
+		p, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || p < 2 {
+			return fmt.Errorf("the pidfile holds %q, not a pid", data)
+		}
+		pid = p
 		return nil
 	})
 	return pid
