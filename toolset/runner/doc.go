@@ -34,5 +34,9 @@
 // (package launch): wraptool re-executes itself, the launcher enters the
 // checked directory by the handle it inherits, applies the confinement it
 // inherits and execs the program in place, and the start returns once the
-// exec happened or fails as a direct start does.
+// exec happened or fails as a direct start does. There the confinement is
+// Seatbelt's (package seatbelt, sandbox-exec as the command's prefix), and,
+// with no subreaper, Run sweeps each call's leftovers by the process table
+// (package proctree) as the call ends; a Reaper's byTable runs that sweep
+// in the Linux tests.
 package runner
