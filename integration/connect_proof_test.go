@@ -2,13 +2,10 @@ package integration
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -103,22 +100,5 @@ func TestConnectAndUpRefuseAnImpostorOfTheSameUser(t *testing.T) {
 // runWraptoolWithInput is runWraptool with stdin holding input.
 func runWraptoolWithInput(t *testing.T, env []string, input string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, wraptoolBin, args...)
-	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
-	cmd.Stdin = strings.NewReader(input)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err != nil && ctx.Err() != nil:
-		t.Fatalf("%q did not finish within %v (stderr %q)", args, runTimeout, errOut.String())
-	case errors.As(err, &exitErr):
-		code = exitErr.ExitCode()
-	case err != nil:
-		t.Fatalf("run %q: %v", args, err)
-	}
-	return out.String(), errOut.String(), code
+	return runCommandWithInput(t, "", append([]string{wraptoolBin}, args...), strings.NewReader(input), env...)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,9 +97,17 @@ func runWraptoolIn(t *testing.T, dir string, env []string, args ...string) (stdo
 // returns its output and exit status.
 func runCommandIn(t *testing.T, dir string, argv []string, env ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCommandWithInput(t, dir, argv, nil, env...)
+}
+
+// runCommandWithInput is runCommandIn with stdin reading input (nil:
+// nothing, as /dev/null).
+func runCommandWithInput(t *testing.T, dir string, argv []string, input io.Reader, env ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin = input
 	cmd.Dir = dir
 	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
 	var out, errOut bytes.Buffer

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wraptool/wraptool/integration/waittest"
 	"github.com/wraptool/wraptool/toolset/runner/launch"
 	"github.com/wraptool/wraptool/toolset/toolsettest"
 )
@@ -316,22 +315,7 @@ func TestLauncherRefusesWhatItWasNotGiven(t *testing.T) {
 func TestLaunchedChildIsKilledAtTheTimeout(t *testing.T) {
 	t.Parallel()
 	modes := startModes(t)
-	sb := modes[1].sb
-	for _, timeout := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 8 * time.Second} {
-		pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
-		res := Run(context.Background(), Command{Argv: []string{fakecli, "grandchild", pidfile}, Env: []string{}, Timeout: timeout, Sandbox: sb})
-		if !res.TimedOut || res.ExitCode != -1 || res.Err == nil || res.Err.Error() != "timed out after "+timeout.String() {
-			t.Fatalf("TimedOut %v, exit %d, err %v; want a timeout with exit -1", res.TimedOut, res.ExitCode, res.Err)
-		}
-		data, err := os.ReadFile(pidfile)
-		if err != nil || len(data) == 0 {
-			continue // the grandchild had not started yet
-		}
-		pid, _ := strconv.Atoi(string(data))
-		waittest.Gone(t, 10*time.Second, pid)
-		return
-	}
-	t.Fatal("the grandchild never started before the timeout, even at 8s")
+	timeoutKillsGrandchildren(t, modes[1].sb)
 }
 
 // The launcher without confinement (how macOS starts a child no Sandbox

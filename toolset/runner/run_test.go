@@ -256,10 +256,18 @@ func TestRunOutputCap(t *testing.T) {
 // with a longer timeout until the grandchild was there to be killed.
 func TestRunTimeoutKillsGrandchildren(t *testing.T) {
 	t.Parallel()
+	timeoutKillsGrandchildren(t, nil)
+}
+
+// timeoutKillsGrandchildren shows that a call started through sb (nil:
+// none) that times out is killed with its grandchild, without waiting for
+// it; the timeout grows until the grandchild has started in time.
+func timeoutKillsGrandchildren(t *testing.T, sb *Sandbox) {
+	t.Helper()
 	for _, timeout := range []time.Duration{500 * time.Millisecond, 2 * time.Second, 8 * time.Second} {
 		pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
 		start := time.Now()
-		res := Run(context.Background(), Command{Argv: []string{fakecli, "grandchild", pidfile}, Env: []string{}, Timeout: timeout})
+		res := Run(context.Background(), Command{Argv: []string{fakecli, "grandchild", pidfile}, Env: []string{}, Timeout: timeout, Sandbox: sb})
 		if !res.TimedOut || res.ExitCode != -1 || res.Err == nil || res.Err.Error() != "timed out after "+timeout.String() {
 			t.Fatalf("TimedOut %v, exit %d, err %v; want a timeout with exit -1", res.TimedOut, res.ExitCode, res.Err)
 		}
