@@ -114,8 +114,7 @@ func descendants(table []Proc, roots, held []int, pgid, self int) []Proc {
 
 	out := make([]Proc, 0, len(in))
 	done := map[int]bool{}
-	var walk func(pid int)
-	walk = func(pid int) {
+	walk := func(pid int) {
 		// Iterative on an explicit stack: a hostile table can hold a
 		// chain as long as the table, too deep to recurse.
 		st := []int{pid}
