@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 
 	"github.com/peterbourgon/ff/v4"
 
@@ -78,6 +79,9 @@ func (a *app) connect(ctx context.Context, tokenFile string) error {
 		token = func() (string, error) { return readPrivateToken(file) }
 	}
 
+	if err := vouchable(runtime.GOOS, ep.network, token != nil); err != nil {
+		return err
+	}
 	owner := connect.Owner{UID: os.Getuid()}
 	dial := func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
@@ -139,6 +143,17 @@ type endpoint struct {
 	url string
 	// host is url's host, the Host header of the proof.
 	host string
+}
+
+// vouchable refuses a bridge to a listener nothing could vouch for: on
+// macOS a TCP listener's owner cannot be read, so without a token to prove
+// it holds, any program on the port (another user's included) would get
+// the assistant's traffic.
+func vouchable(goos, network string, haveToken bool) error {
+	if goos == "darwin" && network == "tcp" && !haveToken {
+		return errors.New("connect: on macOS nothing can tell who holds a TCP port, so connect needs mcp.auth_token_file (the server then proves it holds the token); set it, or use mcp.transport: unix, whose owner macOS reports")
+	}
+	return nil
 }
 
 // connectEndpoint finds the MCP listener the config names. A listener on

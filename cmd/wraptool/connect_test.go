@@ -299,3 +299,25 @@ func sessionID(t *testing.T, log string) string {
 	t.Fatalf("connect logged no session:\n%s", log)
 	return ""
 }
+
+// TestConnectNeedsATokenWhereNothingElseVouches: on macOS a TCP listener's
+// owner cannot be read, so connect without a token to be proved refuses
+// rather than bridge to whoever holds the port; elsewhere, or with a
+// token, or on a unix socket, it goes on.
+func TestConnectNeedsATokenWhereNothingElseVouches(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		goos, network string
+		token, ok     bool
+	}{
+		{"darwin", "tcp", false, false},
+		{"darwin", "tcp", true, true},
+		{"darwin", "unix", false, true},
+		{"linux", "tcp", false, true},
+	} {
+		err := vouchable(tc.goos, tc.network, tc.token)
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "mcp.auth_token_file")) {
+			t.Errorf("vouchable(%s, %s, token %v) = %v; want ok %v, a refusal naming mcp.auth_token_file", tc.goos, tc.network, tc.token, err, tc.ok)
+		}
+	}
+}

@@ -65,6 +65,7 @@ func startLaunched(cmd *exec.Cmd, ruleset int, prefix []string) error {
 	if len(prefix) > 0 {
 		spec.Path = prefix[0]
 		spec.Argv = append(append(prefix[:len(prefix):len(prefix)], cmd.Path), spec.Argv[1:]...)
+		cmd.Env = withoutDyld(cmd.Env)
 	}
 	self, err := selfPath()
 	if err != nil {
@@ -127,4 +128,22 @@ func printable(b []byte) string {
 // dupCloexec duplicates fd, close-on-exec, above the standard three.
 func dupCloexec(fd int) (int, error) {
 	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+}
+
+// withoutDyld drops macOS's dynamic loader variables (DYLD_INSERT_LIBRARIES,
+// DYLD_LIBRARY_PATH, …) from env, for a launch behind a confining prefix.
+// The launcher runs before the confinement does, and macOS's loader would
+// honour them in it (wraptool has no hardened runtime): a library a
+// confined child planted where such a variable points would run
+// unconfined, beside the token. The program never got them anyway: the
+// system drops them when it runs /usr/bin/sandbox-exec, a protected
+// system binary.
+func withoutDyld(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "DYLD_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -323,12 +323,16 @@ func TestLaunchedChildIsKilledAtTheTimeout(t *testing.T) {
 // in front of the program when it is given one.
 func TestLaunchedWithoutConfinement(t *testing.T) {
 	t.Parallel()
+	// Behind a confining prefix the loader's DYLD_ variables never reach
+	// the launcher, which runs before the confinement does.
+	dyld := "DYLD_INSERT_LIBRARIES=/tmp/planted.dylib"
 	cases := []struct {
-		name   string
-		prefix []string
+		name    string
+		prefix  []string
+		wantEnv []string
 	}{
-		{"no prefix", nil},
-		{"a prefix command", []string{"/usr/bin/env", "--"}},
+		{"no prefix", nil, []string{"A=1", dyld}},
+		{"a prefix command", []string{"/usr/bin/env", "--"}, []string{"A=1"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,7 +349,7 @@ func TestLaunchedWithoutConfinement(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, fakecli, "x")
-			cmd.Env, cmd.ExtraFiles = []string{"A=1"}, []*os.File{f}
+			cmd.Env, cmd.ExtraFiles = []string{"A=1", dyld}, []*os.File{f}
 			var out strings.Builder
 			cmd.Stdout = &out
 			if err := startLaunched(cmd, -1, tc.prefix); err != nil {
@@ -358,8 +362,8 @@ func TestLaunchedWithoutConfinement(t *testing.T) {
 			if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
 				t.Fatalf("fakecli output %q: %v", out.String(), err)
 			}
-			if r.Cwd != dir+"-moved" || !slices.Equal(r.Env, []string{"A=1"}) || r.Argv[len(r.Argv)-1] != "x" {
-				t.Errorf("report %+v; want cwd %s, env [A=1], last argument x", r, dir+"-moved")
+			if r.Cwd != dir+"-moved" || !slices.Equal(r.Env, tc.wantEnv) || r.Argv[len(r.Argv)-1] != "x" {
+				t.Errorf("report %+v; want cwd %s, env %q, last argument x", r, dir+"-moved", tc.wantEnv)
 			}
 		})
 	}

@@ -261,6 +261,14 @@ type plan struct {
 	// shadows are, by folder, the names of entries that may become a
 	// hidden item by a rename (see shadowed).
 	shadows map[string][]string
+	// links are the symlinks on the way to an item, outside every hidden
+	// folder; given are the items as they were given (cleaned), hidden
+	// (false) or read-only (true). Landlock needs neither (the folders
+	// above are closed to new entries); Seatbelt, which matches paths,
+	// needs both, or a link could be swapped for a folder of the child's
+	// making at the name wraptool opens.
+	links []string
+	given map[string]bool
 	// watch are the paths whose identity, when it changes, means the rules
 	// must be built anew: the given paths as given, their forms, and the
 	// folders above, whose change times count too (timed).
@@ -269,11 +277,14 @@ type plan struct {
 }
 
 func newPlan(p Protected) *plan {
-	pl := &plan{above: map[string]bool{}, hidden: map[string]bool{}, readOnly: map[string]bool{}, shadows: map[string][]string{}}
+	pl := &plan{above: map[string]bool{}, hidden: map[string]bool{}, readOnly: map[string]bool{}, shadows: map[string][]string{}, given: map[string]bool{}}
 	watch := map[string]bool{}
 	var links []string
 	add := func(path string, ro bool) {
 		watch[path] = true
+		if c := filepath.Clean(path); !pl.given[c] {
+			pl.given[c] = ro
+		}
 		// A symlink on the way (~/proj/.wraptool -> ~/dotfiles/wraptool)
 		// is part of the path wraptool opens: the folder holding it lies
 		// above the item too, so the link can be neither removed nor
@@ -319,6 +330,7 @@ func newPlan(p Protected) *plan {
 		watch[link] = true
 		if !underHidden(link) {
 			items = append(items, link)
+			pl.links = append(pl.links, link)
 		}
 	}
 	for _, item := range items {

@@ -26,12 +26,28 @@ func seatbeltSupport(check func(path string) error) Support {
 
 // seatbeltRules are what the profile keeps a child from, for pl.
 // Executables kept inside a hidden folder stay runnable (ReadOnly wins
-// inside Hidden in the profile).
+// inside Hidden in the profile). Seatbelt matches paths, so besides the
+// resolved forms the items count as they were given, and each symlink on
+// the way is held like a folder above (neither removed, renamed nor made
+// anew): else a child could move ~/proj/.wraptool (a link to the real
+// folder) aside and make a folder of its own at that name, whose
+// config.yaml wraptool would then load.
 func seatbeltRules(pl *plan) seatbelt.Rules {
+	hidden, readOnly := maps.Clone(pl.hidden), maps.Clone(pl.readOnly)
+	for path, ro := range pl.given {
+		if ro {
+			readOnly[path] = true
+		} else {
+			hidden[path] = true
+		}
+	}
+	for path := range hidden {
+		delete(readOnly, path) // hidden as well as read-only is hidden
+	}
 	return seatbelt.Rules{
-		Hidden:   slices.Sorted(maps.Keys(pl.hidden)),
-		ReadOnly: append(slices.Sorted(maps.Keys(pl.readOnly)), pl.runInside...),
-		Above:    slices.Sorted(maps.Keys(pl.above)),
+		Hidden:   slices.Sorted(maps.Keys(hidden)),
+		ReadOnly: append(slices.Sorted(maps.Keys(readOnly)), pl.runInside...),
+		Above:    append(slices.Sorted(maps.Keys(pl.above)), pl.links...),
 	}
 }
 

@@ -2,9 +2,13 @@ package runner
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/toolset/runner/seatbelt"
 )
 
 // macOS's Probe trusts sandbox-exec only as root alone could have made it.
@@ -76,5 +80,46 @@ func TestSeatbeltRulesAndPrefix(t *testing.T) {
 	}
 	if _, err := seatbeltPrefix(rules, nil); err == nil {
 		t.Error("a prefix for nothing to run was made")
+	}
+}
+
+// TestSeatbeltRulesHoldTheLinkOnTheWay: a config reached through a
+// symlink (~/proj/.wraptool -> ~/dotfiles/wraptool) is hidden by the name
+// wraptool opens as well as by the real one, and the link itself may be
+// neither moved aside nor made anew: Seatbelt matches paths, so a folder of
+// the child's making at the link's name would otherwise hold a config.yaml
+// no rule names.
+func TestSeatbeltRulesHoldTheLinkOnTheWay(t *testing.T) {
+	t.Parallel()
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(home, "dotfiles", "wraptool")
+	if err := os.MkdirAll(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "config.yaml"), []byte("tools: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(home, "proj"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, "proj", ".wraptool")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	given := filepath.Join(link, "config.yaml")
+	rules := seatbeltRules(newPlan(Protected{Hidden: []string{given}}))
+	for _, want := range []string{given, filepath.Join(real, "config.yaml")} {
+		if !slices.Contains(rules.Hidden, want) {
+			t.Errorf("Hidden %q lacks %s", rules.Hidden, want)
+		}
+	}
+	if !slices.Contains(rules.Above, link) {
+		t.Errorf("Above %q lacks the link %s: a child could move it aside and make a folder there", rules.Above, link)
+	}
+	if _, _, err := seatbelt.Profile(rules); err != nil {
+		t.Errorf("the rules make no profile: %v", err)
 	}
 }
