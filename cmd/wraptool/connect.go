@@ -83,7 +83,7 @@ func (a *app) connect(ctx context.Context, tokenFile string) error {
 		return err
 	}
 	owner := connect.Owner{UID: os.Getuid()}
-	dial := func(ctx context.Context) (net.Conn, error) {
+	dial := func(ctx context.Context, tok string) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, ep.network, ep.dial)
 		if err != nil {
@@ -93,17 +93,9 @@ func (a *app) connect(ctx context.Context, tokenFile string) error {
 			c.Close()
 			return nil, err
 		}
-		// Every connection that may carry the token first proves the
-		// listener holds it: the owner check alone lets through a
-		// program of this user (a confined child can bind TCP).
-		if token == nil {
-			return c, nil
-		}
-		tok, err := token()
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("%w: read the token: %v", connect.ErrNoProof, err)
-		}
+		// Every connection that will carry a token first proves the
+		// listener holds that very token: the owner check alone lets
+		// through a program of this user (a confined child can bind TCP).
 		if tok == "" {
 			return c, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -121,7 +122,18 @@ func Run(ctx context.Context, c Command) Result {
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var killed atomic.Bool // the timeout or ctx really stopped the child
+	// exited is set, under exitMu, once the child has exited and before it
+	// is reaped; Cancel holds exitMu across its check and its kill, so it
+	// never signals a group id the child's reaped pid could have passed to
+	// another process (another call's, even).
+	var exitMu sync.Mutex
+	exited := false
 	cmd.Cancel = func() error {
+		exitMu.Lock()
+		defer exitMu.Unlock()
+		if exited {
+			return os.ErrProcessDone
+		}
 		// The child leads its own group; kill every member. Without a
 		// subreaper, what left the group is found first, while the whole
 		// tree still lives.
@@ -147,15 +159,23 @@ func Run(ctx context.Context, c Command) Result {
 		}
 		return Result{ExitCode: -1, Duration: time.Since(start), Err: err}
 	}
-	if c.Reaper.sweepsByTable() && awaitExit(cmd.Process.Pid) {
-		// Exited, not yet reaped: its pid and group id are still its own.
+	if awaitExit(cmd.Process.Pid) {
+		// Exited, not yet reaped: its pid, and so its group id, are still
+		// its own. Whatever it left running in its group (a backgrounded
+		// helper holding the operator's credentials) ends with the call,
+		// and, without a subreaper, what left the group too.
+		exitMu.Lock()
+		exited = true
+		exitMu.Unlock()
 		c.Reaper.sweepCall(cmd.Process.Pid)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err = cmd.Wait()
+	} else {
+		// Not known to have exited: the kill waits for the reap, as the
+		// group id stays taken while any member lives.
+		err = cmd.Wait()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	err = cmd.Wait()
-	// Whatever the child left running in its group (a backgrounded helper
-	// holding the operator's credentials) ends with the call. The group id
-	// cannot have been reused: Linux keeps it while any member lives.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	done() // reaped: a process left behind outside the group is a stray now
 	r := Result{
 		ExitCode: -1,

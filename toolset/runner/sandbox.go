@@ -364,6 +364,16 @@ func newPlan(p Protected) *plan {
 	return pl
 }
 
+// insideHidden reports whether path is a hidden item or lies inside one.
+func (pl *plan) insideHidden(path string) bool {
+	for h := range pl.hidden {
+		if within(path, h) {
+			return true
+		}
+	}
+	return false
+}
+
 // shadowed reports whether the entry name in a folder holding the hidden
 // files hidden may become one of them by a rename, or is a copy of one: an
 // atomic write's temporary file (wraptool's own are ".config.yaml.apply-…",

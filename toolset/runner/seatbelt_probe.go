@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 
 	"github.com/wraptool/wraptool/toolset/runner/seatbelt"
@@ -48,7 +49,33 @@ func seatbeltRules(pl *plan) seatbelt.Rules {
 		Hidden:   slices.Sorted(maps.Keys(hidden)),
 		ReadOnly: append(slices.Sorted(maps.Keys(readOnly)), pl.runInside...),
 		Above:    append(slices.Sorted(maps.Keys(pl.above)), pl.links...),
+		Starts:   shadowStarts(pl),
 	}
+}
+
+// shadowStarts are the name starts that shadowed matches, in each folder
+// holding a hidden item outside a hidden folder: the temporary files of
+// wraptool's atomic writes and editors' copies, which can become a hidden
+// item by a rename, and rotated logs. Landlock needs none of this (such a
+// folder takes no new entries from a confined child, and wraptool's own are
+// given no rule); Seatbelt matches names, and these names are random, so
+// a child could otherwise open one before the rename and write the config
+// through it.
+func shadowStarts(pl *plan) []string {
+	var out []string
+	for dir, names := range pl.shadows {
+		if pl.insideHidden(dir) {
+			continue // the hidden folder covers every name in it
+		}
+		out = append(out, filepath.Join(dir, ".wraptool-"))
+		for _, b := range names {
+			for _, start := range []string{"." + b + ".", b + ".", "#" + b, b + "~", ".#" + b} {
+				out = append(out, filepath.Join(dir, start))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // seatbeltPrefix is the sandbox-exec command line that runs argv under

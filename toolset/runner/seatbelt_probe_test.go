@@ -123,3 +123,40 @@ func TestSeatbeltRulesHoldTheLinkOnTheWay(t *testing.T) {
 		t.Errorf("the rules make no profile: %v", err)
 	}
 }
+
+// TestSeatbeltRulesHideTheTemporaryFilesBesideAConfig: a config kept in a
+// folder of other files (a repository's top) is replaced by an atomic
+// write whose temporary file has a random name beside it; Seatbelt matches
+// names, so those names are hidden by their start, as Landlock's folder
+// rule does for it on Linux. Inside a folder hidden whole nothing is added.
+func TestSeatbeltRulesHideTheTemporaryFilesBesideAConfig(t *testing.T) {
+	t.Parallel()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, own := filepath.Join(base, "repo"), filepath.Join(base, "own")
+	for _, d := range []string{repo, own} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := seatbeltRules(newPlan(Protected{Hidden: []string{filepath.Join(repo, "wraptool.yaml"), own, filepath.Join(own, "mcp-token")}}))
+	for _, want := range []string{
+		filepath.Join(repo, ".wraptool.yaml."), // .wraptool.yaml.apply-…, .wraptool.yaml.tmp-…
+		filepath.Join(repo, "wraptool.yaml."),  // rotated copies
+		filepath.Join(repo, ".wraptool-"),
+	} {
+		if !slices.Contains(rules.Starts, want) {
+			t.Errorf("Starts %q lack %s", rules.Starts, want)
+		}
+	}
+	for _, s := range rules.Starts {
+		if strings.HasPrefix(s, own+"/") {
+			t.Errorf("Starts %q name %s inside a folder hidden whole", rules.Starts, s)
+		}
+	}
+	if _, _, err := seatbelt.Profile(rules); err != nil {
+		t.Errorf("the rules make no profile: %v", err)
+	}
+}

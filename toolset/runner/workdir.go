@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Problem is why a requested working directory was refused. The runner
@@ -161,17 +163,49 @@ func sameDirectory(f *os.File, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var have, now syscall.Stat_t
+	var have syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &have); err != nil {
 		return "", err
 	}
-	if err := syscall.Stat(real, &now); err != nil {
+	// Walked, not stat'ed: stat(2) would follow a component swapped for a
+	// symlink after EvalSymlinks, and find f's inode through a path that
+	// leaves the roots while real still names one inside them.
+	now, err := statNoFollow(real)
+	if err != nil {
 		return "", err
 	}
 	if have.Dev != now.Dev || have.Ino != now.Ino {
 		return "", errDirMoved
 	}
 	return real, nil
+}
+
+// statNoFollow stats the directory the absolute path names by opening it
+// one component at a time from "/", each opened without following a
+// symlink (O_NOFOLLOW), so what it reaches lies at that very path, every
+// folder on the way a real one; a symlink anywhere on it is an error.
+func statNoFollow(path string) (syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return st, fmt.Errorf("%q is not a clean absolute path", path)
+	}
+	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return st, err
+	}
+	for _, comp := range strings.Split(path, "/")[1:] {
+		if comp == "" {
+			continue // "/" itself
+		}
+		next, err := unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return st, fmt.Errorf("open %s without following links: %w", path, err)
+		}
+		fd = next
+	}
+	defer unix.Close(fd)
+	return st, syscall.Fstat(fd, &st)
 }
 
 // errDirMoved: the directory opened is no longer the one its path names.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -231,6 +232,35 @@ func mustDo(t *testing.T, errs ...error) {
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// statNoFollow reaches a directory only through real folders: a component
+// swapped for a symlink between the resolution and the check (the race
+// stat(2) would follow into a folder outside the roots) is an error, not
+// the symlink's target.
+func TestStatNoFollowRefusesALinkOnTheWay(t *testing.T) {
+	t.Parallel()
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	inside, outside := filepath.Join(base, "root", "x"), filepath.Join(base, "outside")
+	mustDo(t, os.MkdirAll(inside, 0o700), os.Mkdir(outside, 0o700))
+	want, err := os.Stat(inside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := statNoFollow(inside)
+	if err != nil || uint64(st.Ino) != want.Sys().(*syscall.Stat_t).Ino {
+		t.Fatalf("statNoFollow(%s) = ino %d, %v; want the folder itself", inside, st.Ino, err)
+	}
+	// x becomes a link to the folder outside, as a swap mid-check makes it.
+	mustDo(t, os.Rename(inside, inside+"-moved"), os.Symlink(outside, inside))
+	if st, err := statNoFollow(inside); err == nil {
+		t.Errorf("statNoFollow through a symlink = ino %d, want an error", st.Ino)
+	}
+	for _, bad := range []string{"relative/x", base + "/root/../root/x"} {
+		if _, err := statNoFollow(bad); err == nil {
+			t.Errorf("statNoFollow(%q) succeeded, want a refusal", bad)
 		}
 	}
 }

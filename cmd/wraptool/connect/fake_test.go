@@ -344,7 +344,7 @@ func startBridge(t *testing.T, f *fakeServer, change func(*Options)) *bridgeRun 
 	f.mu.Unlock()
 	o := Options{
 		Address: addr, URL: "http://" + addr + "/mcp",
-		Dial: func(ctx context.Context) (net.Conn, error) {
+		Dial: func(ctx context.Context, _ string) (net.Conn, error) {
 			var d net.Dialer
 			c, err := d.DialContext(ctx, "tcp", addr)
 			if err != nil {

@@ -61,7 +61,7 @@ func (b *bridge) do(ctx context.Context, method string, s *session, body []byte,
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	return b.client.Do(req)
+	return b.clientFor(s.token).Do(req)
 }
 
 // messageHeaders are the headers a request of the client's needs beyond

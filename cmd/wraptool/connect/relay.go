@@ -55,13 +55,14 @@ type Options struct {
 	// URL is the Streamable HTTP endpoint, "http://127.0.0.1:8717/mcp" (for
 	// a unix socket the host is only the Host header, "localhost").
 	URL string
-	// Dial opens a connection to the server's listener. It must check who
-	// listens (Owner.Check) before it returns: nothing is written on a
-	// connection before Dial returns it, and, when a token is to be sent,
-	// make the listener prove it holds it (Prove). An error wrapping
+	// Dial opens a connection to the server's listener that will carry
+	// token ("" for none) and no other. It must check who listens
+	// (Owner.Check) before it returns: nothing is written on a connection
+	// before Dial returns it, and, when token is not empty, make the
+	// listener prove it holds that very token (Prove). An error wrapping
 	// ErrForeignOwner or ErrNoProof stops the bridge at once; any other
 	// error is a server not answering (yet).
-	Dial func(ctx context.Context) (net.Conn, error)
+	Dial func(ctx context.Context, token string) (net.Conn, error)
 	// Token returns the bearer token, read afresh for every new session
 	// and when the server refuses the one in use (a rotated token file);
 	// nil, or "", sends none.
@@ -106,16 +107,20 @@ func Run(ctx context.Context, o Options) error {
 	// five lines are held.
 	lines := make(chan message, 4)
 	go b.read(ctx, lines)
-	defer b.client.CloseIdleConnections()
+	defer b.closeIdle()
 	return b.run(ctx, lines)
 }
 
 // bridge is one Run. The fields below the line are the manager's alone.
 type bridge struct {
-	o      Options
-	log    *slog.Logger
-	client *http.Client
-	out    *output
+	o   Options
+	log *slog.Logger
+	// clientMu guards client and clientToken (clientFor), taken by every
+	// goroutine that sends a request.
+	clientMu    sync.Mutex
+	client      *http.Client
+	clientToken string
+	out         *output
 	// events: buffer 16; the goroutines serving a session send (report),
 	// the manager receives. A sender also gives up when its session's
 	// context ends, so none is left blocked once the manager moved on;
@@ -203,20 +208,48 @@ func newBridge(o Options) *bridge {
 		o.RetryInterval = RetryInterval
 	}
 	log := o.Log
-	transport := &http.Transport{
+	return &bridge{o: o, log: log, out: newOutput(o.Stdout, log), events: make(chan event, 16)}
+}
+
+// clientFor is the HTTP client whose connections were proved for token and
+// carry nothing else: a connection that proved one token is never handed
+// a request with another (a token file rotated under connect, while an
+// impostor that knew the old token held the port, would otherwise send it
+// the new one on a connection it proved with the old). A new token's
+// client replaces the last one, whose idle connections close; one still
+// carrying a request ends with it, in that client's own pool.
+func (b *bridge) clientFor(token string) *http.Client {
+	b.clientMu.Lock()
+	defer b.clientMu.Unlock()
+	if b.client != nil && b.clientToken == token {
+		return b.client
+	}
+	if b.client != nil {
+		b.client.CloseIdleConnections()
+	}
+	dial := b.o.Dial
+	b.client, b.clientToken = &http.Client{Transport: &http.Transport{
 		// No proxy, whatever the environment says: the token goes to the
 		// checked listener and nowhere else.
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return o.Dial(ctx)
+			return dial(ctx, token)
 		},
 		// Each request in flight holds a connection; keep enough idle ones
 		// that a busy client does not pay a dial and an owner check per call.
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
+	}}, token
+	return b.client
+}
+
+// closeIdle closes the idle connections of the client in use.
+func (b *bridge) closeIdle() {
+	b.clientMu.Lock()
+	defer b.clientMu.Unlock()
+	if b.client != nil {
+		b.client.CloseIdleConnections()
 	}
-	return &bridge{o: o, log: log, client: &http.Client{Transport: transport}, out: newOutput(o.Stdout, log),
-		events: make(chan event, 16)}
 }
 
 // read hands each line of stdin to the manager, classified, and closes
@@ -382,7 +415,7 @@ func (b *bridge) await(ctx context.Context, deadline time.Time) error {
 		case <-timer.C:
 		}
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		conn, err := b.o.Dial(dctx)
+		conn, err := b.o.Dial(dctx, "")
 		cancel()
 		if err == nil {
 			conn.Close()

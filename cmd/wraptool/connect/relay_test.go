@@ -349,7 +349,7 @@ func TestBridgeRefusesAListenerOfAnotherUser(t *testing.T) {
 		f := startFake(t)
 		start := time.Now()
 		h := startBridge(t, f, func(o *Options) {
-			o.Dial = func(context.Context) (net.Conn, error) { return nil, foreign }
+			o.Dial = func(context.Context, string) (net.Conn, error) { return nil, foreign }
 		})
 		h.send(initializeLine)
 		err := h.wait()
@@ -372,11 +372,11 @@ func TestBridgeRefusesAListenerOfAnotherUser(t *testing.T) {
 		var taken atomic.Bool
 		h := startBridge(t, f, func(o *Options) {
 			real := o.Dial
-			o.Dial = func(ctx context.Context) (net.Conn, error) {
+			o.Dial = func(ctx context.Context, token string) (net.Conn, error) {
 				if taken.Load() {
 					return nil, foreign
 				}
-				return real(ctx)
+				return real(ctx, token)
 			}
 		})
 		h.initialize(f)

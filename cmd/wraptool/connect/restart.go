@@ -76,7 +76,7 @@ func (b *bridge) restart(ctx context.Context, e event) error {
 	} else {
 		old.cancelCalls()
 	}
-	b.client.CloseIdleConnections()
+	b.closeIdle()
 	for {
 		if err := b.await(ctx, time.Time{}); err != nil {
 			return err

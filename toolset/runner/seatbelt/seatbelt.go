@@ -34,6 +34,14 @@ type Rules struct {
 	// them): the folder itself may not be removed, renamed or replaced, and
 	// every other entry in it stays fully usable.
 	Above []string
+	// Starts are paths whose every extension is hidden as a Hidden item is:
+	// a folder and the start of a name ("/p/.config.yaml."), for the files
+	// that may become a hidden item by a rename (an atomic write's
+	// temporary file, a rotated log) and carry random or counted names,
+	// which no literal can name. Each is matched as the start of a path,
+	// by a regular expression that Profile builds by quoting every regex
+	// metacharacter; a path holding a control character is refused.
+	Starts []string
 }
 
 // The parameter name prefixes: a path's parameter is its prefix and its index
@@ -43,6 +51,7 @@ const (
 	hiddenParam   = "HIDDEN_"
 	readOnlyParam = "READONLY_"
 	aboveParam    = "ABOVE_"
+	startParam    = "START_"
 )
 
 // Command returns the argv that runs argv confined by r: sandboxExec, "-p",
@@ -87,6 +96,10 @@ func Profile(r Rules) (profile string, params []string, err error) {
 	if err != nil {
 		return "", nil, err
 	}
+	starts, err := clean("name-start", r.Starts, true)
+	if err != nil {
+		return "", nil, err
+	}
 	for _, l := range []struct {
 		prefix string
 		paths  []string
@@ -95,12 +108,32 @@ func Profile(r Rules) (profile string, params []string, err error) {
 			params = append(params, l.prefix+strconv.Itoa(i)+"="+p)
 		}
 	}
-	return text(len(hidden), len(readOnly), len(above)), params, nil
+	for i, p := range starts {
+		params = append(params, startParam+strconv.Itoa(i)+"="+StartPattern(p))
+	}
+	return text(len(hidden), len(readOnly), len(above), len(starts)), params, nil
+}
+
+// StartPattern is the regular expression matching every path that begins
+// with p: "^" and p with each of the metacharacters of POSIX extended
+// regular expressions (which the sandbox's matcher reads) behind a
+// backslash, so every byte of p stands for itself.
+func StartPattern(p string) string {
+	var b strings.Builder
+	b.WriteByte('^')
+	for i := 0; i < len(p); i++ {
+		if strings.IndexByte(`\.+*?()|[]{}^$`, p[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }
 
 // clean checks every path of one list, then sorts and deduplicates it so
 // the same Rules always give the same argv.
-func clean(kind string, paths []string) ([]string, error) {
+func clean(kind string, paths []string, start ...bool) ([]string, error) {
+	isStart := len(start) > 0 && start[0]
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		var why string
@@ -111,6 +144,10 @@ func clean(kind string, paths []string) ([]string, error) {
 			why = "holds NUL"
 		case !filepath.IsAbs(p):
 			why = "is not absolute"
+		case isStart && strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+			// A regular expression's reading of a control character
+			// is the one thing quoting does not settle.
+			why = "holds a control character"
 		case filepath.Clean(p) != p:
 			why = "is not clean"
 		}
@@ -158,7 +195,7 @@ func clean(kind string, paths []string) ([]string, error) {
 //   - file-mount and file-unmount: Apple's MobileBackup profile (as diffed
 //     between macOS releases) and published agent sandboxes "(deny
 //     file-mount)".
-func text(nHidden, nReadOnly, nAbove int) string {
+func text(nHidden, nReadOnly, nAbove, nStarts int) string {
 	var b strings.Builder
 	b.WriteString("(version 1)\n")
 	b.WriteString(";; Everything not named below stays allowed: the policy, not this profile, decides what runs.\n")
@@ -168,6 +205,10 @@ func text(nHidden, nReadOnly, nAbove int) string {
 		rule(&b, "deny file-read* file-write* file-link file-map-executable process-exec", "(subpath (param %q))", hiddenParam, nHidden)
 		b.WriteString(";; A unix socket among them cannot be connected to by its path.\n")
 		rule(&b, "deny network-outbound", "(remote unix-socket (path-literal (param %q)))", hiddenParam, nHidden)
+	}
+	if nStarts > 0 {
+		b.WriteString(";; Files that may become one of them by a rename (atomic writes' temporary files, rotated logs): the same.\n")
+		rule(&b, "deny file-read* file-write* file-link file-map-executable process-exec", "(regex (param %q))", startParam, nStarts)
 	}
 	if nReadOnly > 0 {
 		b.WriteString(";; Executables wraptool runs: reading and running stay allowed, even inside a hidden folder (this comes later, so it wins).\n")

@@ -50,6 +50,11 @@ func TestCommandMatchesGoldenFiles(t *testing.T) {
 			ReadOnly: []string{support + "/bin/notify-hook"},
 			Above:    []string{"/", "/Users", macHome, macHome + "/Library", macHome + "/Library/Application Support"},
 		}},
+		{"beside-a-repository", Rules{
+			Hidden: []string{macHome + "/proj/wraptool.yaml"},
+			Starts: []string{macHome + "/proj/.wraptool.yaml.", macHome + "/proj/wraptool.yaml.", macHome + "/proj/.wraptool-"},
+			Above:  []string{"/", "/Users", macHome, macHome + "/proj"},
+		}},
 		{"private-var", Rules{
 			Hidden: []string{"/private/var/folders/xy/abc123/T/wraptool", "/private/tmp/wraptool.sock"},
 			Above:  []string{"/", "/private", "/private/var", "/private/var/folders", "/private/var/folders/xy", "/private/var/folders/xy/abc123", "/private/var/folders/xy/abc123/T", "/private/tmp"},
@@ -513,5 +518,58 @@ func TestPrivateVarIsTheCallersJob(t *testing.T) {
 	}
 	if got := Resolve("/var/folders/xy/wraptool", eval); got != "/private/var/folders/xy/wraptool" {
 		t.Errorf("Resolve = %q, want /private/var/folders/xy/wraptool", got)
+	}
+}
+
+// StartPattern quotes every metacharacter, so each byte of the path
+// matches itself and the pattern is anchored at the start.
+func TestStartPattern(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ path, want string }{
+		{"/p/.config.yaml.", `^/p/\.config\.yaml\.`},
+		{"/a(b)/x+y*z?", `^/a\(b\)/x\+y\*z\?`},
+		{`/a\b/[c]{d}|e^f$`, `^/a\\b/\[c\]\{d\}\|e\^f\$`},
+		{"/with space/#-x", "^/with space/#-x"},
+	} {
+		if got := StartPattern(tc.path); got != tc.want {
+			t.Errorf("StartPattern(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}
+
+// A name start passes as one START_n parameter holding its quoted pattern;
+// hostile bytes leave the profile's text as a benign start's, and a
+// control character, which quoting cannot settle, is refused.
+func TestHostileStartsCannotChangeTheProfile(t *testing.T) {
+	t.Parallel()
+	want, _, err := Profile(Rules{Starts: []string{"/b1.", "/b2."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range hostile {
+		argv, err := Command(sandboxExec, Rules{Starts: []string{p, "/Users/op/benign."}}, []string{"/bin/true"})
+		if strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			if !errors.Is(err, ErrPath) || !strings.Contains(err.Error(), "control character") {
+				t.Errorf("start %q: err %v, want a refusal naming the control character", p, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("start %q: %v", p, err)
+			continue
+		}
+		if argv[2] != want {
+			t.Errorf("start %q changed the profile:\n%s", p, argv[2])
+		}
+		param := "=" + StartPattern(p)
+		n := 0
+		for _, a := range argv {
+			if strings.HasPrefix(a, "START_") && strings.HasSuffix(a, param) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("start %q: %d START_ parameters hold its pattern, want 1: %q", p, n, argv)
+		}
 	}
 }
