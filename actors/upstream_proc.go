@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +32,29 @@ type upstreamProc struct {
 	// listChanged is rung by the SDK when the upstream's tools change.
 	listChanged messages.Doorbell
 	session     *mcp.ClientSession
+	// gone is set, under mu, once the process has exited and before it is
+	// reaped; signal holds mu across its check and its kill, so no signal
+	// reaches a group id the reaped pid could have passed to another
+	// process.
+	mu   sync.Mutex
+	gone bool
+}
+
+// signal sends sig to the upstream's process group while it has not
+// exited.
+func (u *upstreamProc) signal(sig syscall.Signal) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.gone {
+		syscall.Kill(-u.pid, sig)
+	}
+}
+
+// markGone records that the process has exited (it may not be reaped yet).
+func (u *upstreamProc) markGone() {
+	u.mu.Lock()
+	u.gone = true
+	u.mu.Unlock()
 }
 
 // spawn starts the upstream in its own process group, with the pipes made
@@ -82,10 +106,16 @@ func spawn(path string, args []string, dir string, env []string, reaper *runner.
 	up := &upstreamProc{pid: cmd.Process.Pid, stdin: inW, stdout: outR, exited: make(chan struct{}),
 		closed: make(chan struct{}), listChanged: make(messages.Doorbell, 1)}
 	go func() {
-		up.status = cmd.Wait()
-		// Whatever the upstream left in its group ends with it; the group
-		// id cannot have been reused while a member lived.
-		syscall.Kill(-up.pid, syscall.SIGKILL)
+		// Whatever the upstream left in its group ends with it, killed
+		// while its exited process still holds the group id.
+		if !reaper.EndGroup(up.pid, up.markGone) {
+			up.status = cmd.Wait()
+			up.markGone()
+			// The group id cannot have been reused while a member lived.
+			syscall.Kill(-up.pid, syscall.SIGKILL)
+		} else {
+			up.status = cmd.Wait()
+		}
 		done()
 		close(up.exited)
 	}()
@@ -134,13 +164,13 @@ func (u *upstreamProc) stop(grace time.Duration) {
 	select {
 	case <-u.exited:
 	default:
-		syscall.Kill(-u.pid, syscall.SIGTERM)
+		u.signal(syscall.SIGTERM)
 		// A stopped (SIGSTOP) upstream acts on SIGTERM only once continued.
-		syscall.Kill(-u.pid, syscall.SIGCONT)
+		u.signal(syscall.SIGCONT)
 		select {
 		case <-u.exited:
 		case <-time.After(grace):
-			syscall.Kill(-u.pid, syscall.SIGKILL)
+			u.signal(syscall.SIGKILL)
 			<-u.exited
 		}
 	}

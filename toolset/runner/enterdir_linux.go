@@ -5,6 +5,8 @@ package runner
 import (
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // launchByDefault is false: on Linux an unconfined start, like a confined
@@ -24,3 +26,8 @@ func fdPath(f *os.File) string {
 func handlePath(f *os.File, dir string) (string, error) {
 	return os.Readlink(fdPath(f))
 }
+
+// searchOnly opens a folder on the way for searching only (O_PATH): the
+// no-follow walk needs no read permission on the folders it passes, as a
+// path lookup does not.
+const searchOnly = unix.O_PATH

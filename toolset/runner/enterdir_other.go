@@ -5,6 +5,8 @@ package runner
 import (
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // launchByDefault is true: without /proc/self/fd a child can enter its
@@ -24,3 +26,8 @@ func fdPath(f *os.File) string {
 func handlePath(f *os.File, dir string) (string, error) {
 	return sameDirectory(f, dir)
 }
+
+// searchOnly opens a folder on the way for searching only (O_SEARCH): the
+// no-follow walk needs no read permission on the folders it passes, as a
+// path lookup does not.
+const searchOnly = unix.O_SEARCH

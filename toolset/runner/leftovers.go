@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"syscall"
+
 	"github.com/wraptool/wraptool/toolset/runner/proctree"
 )
 
@@ -42,4 +44,22 @@ func (r *Reaper) sweepCall(pid int) {
 			r.log.Info("killed a process that outlived its call", "pid", p.PID)
 		}
 	}
+}
+
+// EndGroup ends what a process wraptool started and tracks outside Run (an
+// upstream MCP server) left behind once it exits, as Run does for a call:
+// it waits until the process pid has exited, and while it is exited but not
+// yet reaped (its pid, and so its group id, still its own) it calls gone,
+// sweeps its leftovers by the process table where there is no subreaper,
+// and kills its group. It reports false when it could not tell that the
+// process exited; the caller then kills the group only after the reap, as
+// before. The caller reaps (cmd.Wait) after it returns.
+func (r *Reaper) EndGroup(pid int, gone func()) bool {
+	if !awaitExit(pid) {
+		return false
+	}
+	gone()
+	r.sweepCall(pid)
+	syscall.Kill(-pid, syscall.SIGKILL)
+	return true
 }

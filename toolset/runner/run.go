@@ -159,16 +159,15 @@ func Run(ctx context.Context, c Command) Result {
 		}
 		return Result{ExitCode: -1, Duration: time.Since(start), Err: err}
 	}
-	if awaitExit(cmd.Process.Pid) {
-		// Exited, not yet reaped: its pid, and so its group id, are still
-		// its own. Whatever it left running in its group (a backgrounded
-		// helper holding the operator's credentials) ends with the call,
-		// and, without a subreaper, what left the group too.
+	// Whatever the child left running in its group (a backgrounded helper
+	// holding the operator's credentials) ends with the call, and, without
+	// a subreaper, what left the group too: killed while the exited child,
+	// not yet reaped, still holds its pid and so its group id.
+	if c.Reaper.EndGroup(cmd.Process.Pid, func() {
 		exitMu.Lock()
 		exited = true
 		exitMu.Unlock()
-		c.Reaper.sweepCall(cmd.Process.Pid)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}) {
 		err = cmd.Wait()
 	} else {
 		// Not known to have exited: the kill waits for the reap, as the

@@ -282,8 +282,11 @@ func newPlan(p Protected) *plan {
 	var links []string
 	add := func(path string, ro bool) {
 		watch[path] = true
-		if c := filepath.Clean(path); !pl.given[c] {
-			pl.given[c] = ro
+		// Hidden wins over read-only, as for the resolved forms.
+		if c := filepath.Clean(path); !ro {
+			pl.given[c] = false
+		} else if _, seen := pl.given[c]; !seen {
+			pl.given[c] = true
 		}
 		// A symlink on the way (~/proj/.wraptool -> ~/dotfiles/wraptool)
 		// is part of the path wraptool opens: the folder holding it lies

@@ -122,6 +122,14 @@ func TestSeatbeltRulesHoldTheLinkOnTheWay(t *testing.T) {
 	if _, _, err := seatbelt.Profile(rules); err != nil {
 		t.Errorf("the rules make no profile: %v", err)
 	}
+	// Hidden wins over read-only by the given name too: a file listed as
+	// both (a hook kept as a protected file) is never made readable.
+	for _, order := range [][2][]string{{{given}, {given}}, {{given}, {given, given}}} {
+		both := seatbeltRules(newPlan(Protected{Hidden: order[0], ReadOnly: order[1]}))
+		if !slices.Contains(both.Hidden, given) || slices.Contains(both.ReadOnly, given) {
+			t.Errorf("hidden and read-only %s: Hidden %q, ReadOnly %q; want it hidden only", given, both.Hidden, both.ReadOnly)
+		}
+	}
 }
 
 // TestSeatbeltRulesHideTheTemporaryFilesBesideAConfig: a config kept in a

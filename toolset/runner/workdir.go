@@ -189,7 +189,7 @@ func statNoFollow(path string) (syscall.Stat_t, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return st, fmt.Errorf("%q is not a clean absolute path", path)
 	}
-	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/", searchOnly|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return st, err
 	}
@@ -197,7 +197,7 @@ func statNoFollow(path string) (syscall.Stat_t, error) {
 		if comp == "" {
 			continue // "/" itself
 		}
-		next, err := unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := unix.Openat(fd, comp, searchOnly|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
 		if err != nil {
 			return st, fmt.Errorf("open %s without following links: %w", path, err)
@@ -205,7 +205,8 @@ func statNoFollow(path string) (syscall.Stat_t, error) {
 		fd = next
 	}
 	defer unix.Close(fd)
-	return st, syscall.Fstat(fd, &st)
+	err = syscall.Fstat(fd, &st)
+	return st, err
 }
 
 // errDirMoved: the directory opened is no longer the one its path names.

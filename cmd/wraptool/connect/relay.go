@@ -361,7 +361,7 @@ func (b *bridge) readToken() (string, error) {
 }
 
 // await waits until a connection to the server can be made (and passes the
-// owner check), trying at growing intervals up to the retry interval. With
+// owner check and the proof), trying at growing intervals up to the retry interval. With
 // a deadline it gives up then (ErrNoServer). Once stdin is being read (not
 // at start), the client's messages meanwhile are held (see hold), and so
 // are requests their goroutines hand back; the end of stdin returns
@@ -414,8 +414,17 @@ func (b *bridge) await(ctx context.Context, deadline time.Time) error {
 			continue
 		case <-timer.C:
 		}
+		// With the token the session will carry, so the listener proves
+		// it holds it before connect reads the client's first line: an
+		// impostor is refused before anything of the client's is taken.
+		// A token that cannot be read proves nothing here; the session's
+		// own read of it reports why.
+		tok, terr := b.readToken()
+		if terr != nil {
+			tok = ""
+		}
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		conn, err := b.o.Dial(dctx, "")
+		conn, err := b.o.Dial(dctx, tok)
 		cancel()
 		if err == nil {
 			conn.Close()

@@ -117,15 +117,27 @@ func Profile(r Rules) (profile string, params []string, err error) {
 // StartPattern is the regular expression matching every path that begins
 // with p: "^" and p with each of the metacharacters of POSIX extended
 // regular expressions (which the sandbox's matcher reads) behind a
-// backslash, so every byte of p stands for itself.
+// backslash, so every byte of p stands for itself, and each ASCII letter as
+// a bracket of both its cases: macOS's file systems ignore case by default,
+// so ".CONFIG.YAML.apply-x" opens the same file as ".config.yaml.apply-x",
+// and a pattern matched as the path is spelled must take either. (Letters
+// beyond ASCII are matched as spelled; the docs say so.)
 func StartPattern(p string) string {
 	var b strings.Builder
 	b.WriteByte('^')
 	for i := 0; i < len(p); i++ {
-		if strings.IndexByte(`\.+*?()|[]{}^$`, p[i]) >= 0 {
-			b.WriteByte('\\')
+		c := p[i]
+		switch {
+		case 'a' <= c && c <= 'z':
+			b.WriteString("[" + string(c) + string(c-'a'+'A') + "]")
+		case 'A' <= c && c <= 'Z':
+			b.WriteString("[" + string(c-'A'+'a') + string(c) + "]")
+		default:
+			if strings.IndexByte(`\.+*?()|[]{}^$`, c) >= 0 {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
 		}
-		b.WriteByte(p[i])
 	}
 	return b.String()
 }

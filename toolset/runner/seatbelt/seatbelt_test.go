@@ -526,10 +526,10 @@ func TestPrivateVarIsTheCallersJob(t *testing.T) {
 func TestStartPattern(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ path, want string }{
-		{"/p/.config.yaml.", `^/p/\.config\.yaml\.`},
-		{"/a(b)/x+y*z?", `^/a\(b\)/x\+y\*z\?`},
-		{`/a\b/[c]{d}|e^f$`, `^/a\\b/\[c\]\{d\}\|e\^f\$`},
-		{"/with space/#-x", "^/with space/#-x"},
+		{"/p/.c.y.", `^/[pP]/\.[cC]\.[yY]\.`},
+		{"/A(b)/x+y*z?", `^/[aA]\([bB]\)/[xX]\+[yY]\*[zZ]\?`},
+		{`/\/[1]{2}|3^4$`, `^/\\/\[1\]\{2\}\|3\^4\$`},
+		{"/with space/#-9é", "^/[wW][iI][tT][hH] [sS][pP][aA][cC][eE]/#-9é"},
 	} {
 		if got := StartPattern(tc.path); got != tc.want {
 			t.Errorf("StartPattern(%q) = %q, want %q", tc.path, got, tc.want)
