@@ -21,8 +21,9 @@ import (
 // Registry keeps the MCP server's tools in step with the policy and the
 // upstream servers' offers. It computes the whole diff first (every
 // definition built and checked), then applies it in one burst, so the SDK's
-// short debounce sends clients exactly one tools/list_changed per change,
-// and none for a reload or an offer that changes nothing. It never touches
+// short debounce sends clients one tools/list_changed per change (its gate
+// holds back what the SDK sends part way through a burst the scheduler
+// interrupted), and none for a reload or an offer that changes nothing. It never touches
 // tools it did not add (the built-in ones).
 //
 // Wrapped CLI tools come first; an upstream tool whose exposed name is
@@ -43,6 +44,7 @@ type Registry struct {
 	states   <-chan messages.UpstreamStates
 	stopped  chan<- struct{}
 	notices  map[string]bool // the upstream refusals logged and still true
+	gate     *listGate       // keeps a burst of changes to one list_changed
 }
 
 // RegistryOptions configure a Registry.
@@ -78,10 +80,15 @@ func NewRegistry(o RegistryOptions) *Registry {
 	if o.KillCalls != nil {
 		calls = killContext{Context: calls, kill: o.KillCalls}
 	}
-	return &Registry{changed: o.ToolsetChanged, offers: o.Offers, server: o.Server, snapshots: o.Snapshots, calls: calls,
+	r := &Registry{changed: o.ToolsetChanged, offers: o.Offers, server: o.Server, snapshots: o.Snapshots, calls: calls,
 		log: logger(o.Log, "registry"), callLog: logger(o.Log, "calls"),
 		exposed: map[string][]byte{}, upstream: map[string]messages.UpstreamTools{}, notices: map[string]bool{},
 		states: o.States, stopped: o.Stopped}
+	r.gate = &listGate{log: r.log}
+	if o.Server != nil { // a registry only asked to make handlers
+		o.Server.AddSendingMiddleware(r.gate.middleware)
+	}
+	return r
 }
 
 // Prime registers the current snapshot's tools. Call it once, before Run and
@@ -210,15 +217,32 @@ func (r *Registry) apply() {
 	if len(removed) == 0 && len(changed) == 0 {
 		return
 	}
+	calls := len(changed)
 	if len(removed) > 0 {
-		r.server.RemoveTools(removed...)
+		calls++
 	}
-	for _, c := range changed {
-		if err := addTool(r.server, c.def, c.handler()); err != nil {
-			r.log.Error("the MCP SDK refused a tool definition; not exposed", "tool", c.def.Name, "error", err)
-			r.server.RemoveTools(c.def.Name) // nor the definition it was to replace
-		}
+	handlers := make([]mcp.ToolHandler, len(changed))
+	for i, c := range changed {
+		handlers[i] = c.handler()
 	}
+	r.gate.open(calls)
+	if len(removed) > 0 {
+		r.gate.call(func() { r.server.RemoveTools(removed...) })
+	}
+	for i, c := range changed {
+		refused := false
+		r.gate.call(func() {
+			if refused {
+				return
+			}
+			if err := addTool(r.server, c.def, handlers[i]); err != nil {
+				refused = true
+				r.log.Error("the MCP SDK refused a tool definition; not exposed", "tool", c.def.Name, "error", err)
+				r.server.RemoveTools(c.def.Name) // nor the definition it was to replace
+			}
+		})
+	}
+	r.gate.close()
 	for _, name := range removed {
 		delete(r.exposed, name)
 	}
