@@ -1,0 +1,216 @@
+package danger
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Entry is one catalogued flag or subcommand of a known CLI, with the
+// words of the tool's own help it was taken from.
+type Entry struct {
+	// CLI is the binary's base name ("git", "aws").
+	CLI string
+	// Subcommand is the path the entry holds under, as a prefix: nil holds
+	// under every path, ["auth"] under "auth login" and "auth token".
+	Subcommand []string
+	// Root limits a flag entry to the bare tool (subcommand []): a global
+	// option that counts only before any subcommand (git's -c), while the
+	// same letters after one mean something else (git log -c).
+	Root bool
+	// Flag is the flag ("--endpoint-url", "-c"); "" for an entry about the
+	// subcommand itself (gh auth token).
+	Flag string
+	// Classes are what the flag or subcommand can do; none marks a flag a
+	// generic pattern would catch that this CLI uses harmlessly.
+	Classes Classes
+	// Why says, in one line, what the tool does with it.
+	Why string
+	// Source is the file under testdata holding the help text.
+	Source string
+	// Quote is the help's words the entry rests on, as they stand there
+	// (runs of white space compare as one blank).
+	Quote string
+}
+
+// Pattern is a generic flag name pattern, for CLIs the catalog does not
+// know (and known ones it does not list otherwise).
+type Pattern struct {
+	// Name is the flag, a prefix ending in "*" ("--endpoint*") or a
+	// suffix after "--*" ("--*-file").
+	Name string
+	// Classes are what a flag of that name can usually do.
+	Classes Classes
+	// Why says why the name is caught.
+	Why string
+}
+
+// Matches reports whether flag, without any "=value", has the name.
+func (p Pattern) Matches(flag string) bool {
+	switch {
+	case strings.HasPrefix(p.Name, "--*"):
+		return strings.HasPrefix(flag, "--") && strings.HasSuffix(flag, p.Name[3:]) && len(flag) > len(p.Name)-1
+	case strings.HasSuffix(p.Name, "*"):
+		return strings.HasPrefix(flag, p.Name[:len(p.Name)-1])
+	}
+	return flag == p.Name
+}
+
+// Entries returns the known CLIs' entries.
+func Entries() []Entry { return slices.Clone(entries) }
+
+// Patterns returns the generic name patterns.
+func Patterns() []Pattern { return slices.Clone(patterns) }
+
+// Known reports whether the catalog has entries for cli.
+func Known(cli string) bool {
+	return slices.ContainsFunc(entries, func(e Entry) bool { return e.CLI == cli })
+}
+
+// CLI names the catalog's CLI for a configured tool: its binary's base
+// name when the catalog knows it (tools.mygit with binary /usr/bin/git is
+// git), else the tool's key when that is known, else the binary's base
+// name.
+func CLI(toolKey, binary string) string {
+	if base := filepath.Base(binary); binary != "" && Known(base) {
+		return base
+	}
+	if Known(toolKey) {
+		return toolKey
+	}
+	if binary == "" {
+		return toolKey
+	}
+	return filepath.Base(binary)
+}
+
+// Finding is what the catalog says about one flag or subcommand.
+type Finding struct {
+	// Classes are what it can do; none when the catalog says nothing.
+	Classes Classes
+	// Why is the catalog's line for it.
+	Why string
+}
+
+// FlagName is flag without any "=value".
+func FlagName(flag string) string {
+	if i := strings.IndexByte(flag, '='); i > 0 {
+		return flag[:i]
+	}
+	return flag
+}
+
+// LookupFlag says what flag (a "=value" ignored) can do when given to cli's
+// subcommand sub. The CLI's own entries decide where any matches (an entry
+// with no classes clears a generic name); otherwise the generic patterns.
+func LookupFlag(cli string, sub []string, flag string) Finding {
+	flag = FlagName(flag)
+	var f Finding
+	matched := false
+	for _, e := range entries {
+		if e.CLI != cli || e.Flag != flag || !e.holds(sub) {
+			continue
+		}
+		matched = true
+		f.Classes = f.Classes.Union(e.Classes)
+		if f.Why == "" {
+			f.Why = e.Why
+		}
+	}
+	if matched {
+		return f
+	}
+	for _, p := range patterns {
+		if p.Matches(flag) {
+			f.Classes = f.Classes.Union(p.Classes)
+			if f.Why == "" {
+				f.Why = p.Why
+			}
+		}
+	}
+	return f
+}
+
+// Flag is LookupFlag's classes.
+func Flag(cli string, sub []string, flag string) Classes {
+	return LookupFlag(cli, sub, flag).Classes
+}
+
+// LookupSubcommand says what running cli's subcommand sub can do by
+// itself, whatever its flags (gh auth token prints the token).
+func LookupSubcommand(cli string, sub []string) Finding {
+	var f Finding
+	for _, e := range entries {
+		if e.CLI != cli || e.Flag != "" || len(sub) < len(e.Subcommand) || !slices.Equal(sub[:len(e.Subcommand)], e.Subcommand) {
+			continue
+		}
+		f.Classes = f.Classes.Union(e.Classes)
+		if f.Why == "" {
+			f.Why = e.Why
+		}
+	}
+	return f
+}
+
+// Subcommand is LookupSubcommand's classes.
+func Subcommand(cli string, sub []string) Classes {
+	return LookupSubcommand(cli, sub).Classes
+}
+
+// holds reports whether a flag entry applies under sub.
+func (e Entry) holds(sub []string) bool {
+	if e.Root {
+		return len(sub) == 0
+	}
+	return len(sub) >= len(e.Subcommand) && slices.Equal(sub[:len(e.Subcommand)], e.Subcommand)
+}
+
+// Touch is one thing a command line touches that the catalog names.
+type Touch struct {
+	// Flag is the flag as given ("" for the subcommand itself).
+	Flag string
+	// Finding is what the catalog says.
+	Finding
+}
+
+// Explain lists what a command line touches: the subcommand first, then
+// each flag in the order given; what the catalog says nothing about is
+// left out.
+func Explain(cli string, sub, flags []string) []Touch {
+	var out []Touch
+	if f := LookupSubcommand(cli, sub); len(f.Classes) > 0 {
+		out = append(out, Touch{Finding: f})
+	}
+	seen := map[string]bool{}
+	for _, fl := range flags {
+		name := FlagName(fl)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if f := LookupFlag(cli, sub, name); len(f.Classes) > 0 {
+			out = append(out, Touch{Flag: name, Finding: f})
+		}
+	}
+	return out
+}
+
+// patterns are the generic names. They are what many CLIs call these
+// options; a CLI's own entry overrides them.
+var patterns = []Pattern{
+	{"--host", Of(SendsCredentials), "names the host a client connects to, with your credentials"},
+	{"--hostname", Of(SendsCredentials), "names the host a client connects to, with your credentials"},
+	{"--server", Of(SendsCredentials), "names the server a client connects to, with your credentials"},
+	{"--endpoint*", Of(SendsCredentials), "names the endpoint requests go to, signed with your credentials"},
+	{"--url", Of(SendsCredentials), "names the URL requests go to, with your credentials"},
+	{"--api-url", Of(SendsCredentials), "names the API requests go to, with your credentials"},
+	{"--config", Of(SendsCredentials, ReadsFiles), "reads a config file it names, which can say where your credentials go"},
+	{"--kubeconfig", Of(SendsCredentials, ReadsFiles), "reads a kubeconfig it names: its server and its credentials"},
+	{"--profile", Of(SendsCredentials), "picks which of your credentials are used, and where they go"},
+	{"--context", Of(SendsCredentials), "picks which of your credentials are used, and where they go"},
+	{"--exec*", Of(RunsCode), "names a program to run"},
+	{"--output", Of(WritesFiles), "names a file to write"},
+	{"-o", Of(WritesFiles), "names a file to write, in many CLIs"},
+	{"--template", Of(ReadsFiles), "names a template to read"},
+	{"--*-file", Of(ReadsFiles), "names a file to read"},
+}
