@@ -22,15 +22,16 @@ var errDenied = errors.New("check: denied")
 
 func (a *app) checkCommand() *ff.Command {
 	var (
-		asJSON    bool
-		testsFile string
+		asJSON, explain bool
+		testsFile       string
 	)
 	fs := ff.NewFlagSet("check").SetParent(a.flags)
 	fs.BoolVar(&asJSON, 0, "json", "print one JSON object: the decision, the MCP tool, the argv and the denial")
+	fs.BoolVar(&explain, 0, "explain", "also list what the command line touches that can hand your credentials away")
 	stringFlag(fs, &testsFile, "tests", "", "FILE", "run a YAML list of {cmd, want: allow|deny} and list each mismatch")
 	return &ff.Command{
 		Name:      "check",
-		Usage:     "wraptool check [--json] -- TOOL [SUBCOMMAND…] [FLAGS…] [ARGS…] | wraptool check --tests FILE",
+		Usage:     "wraptool check [--json] [--explain] -- TOOL [SUBCOMMAND…] [FLAGS…] [ARGS…] | wraptool check --tests FILE",
 		ShortHelp: "decide a command line as the server would, without running anything",
 		LongHelp: "Decides a command line by the config and the introspection cache, through the\n" +
 			"same policy the server calls: allowed (exit 0) when an allow rule could produce it,\n" +
@@ -39,7 +40,10 @@ func (a *app) checkCommand() *ff.Command {
 			"before it. Grants are not consulted, and the run-time checks on the working\n" +
 			"directory and wraptool's own files are not made. --tests FILE checks a list of\n" +
 			"command lines with their expected decisions (exit 1 on any mismatch), so a\n" +
-			"policy can carry its own tests in CI.\n\n" +
+			"policy can carry its own tests in CI. --explain also lists the flags and the\n" +
+			"subcommand the danger catalog names (sends-credentials, runs-code,\n" +
+			"prints-credentials, writes-files, reads-files), allowed or not, and whether a\n" +
+			"pattern holds each flag's value.\n\n" +
 			"Example:\n  wraptool check -- git push --force origin main",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
@@ -49,13 +53,15 @@ func (a *app) checkCommand() *ff.Command {
 					return usageErrorf("check --tests takes no command line, got %q", args[0])
 				case asJSON:
 					return usageErrorf("check --tests does not combine with --json")
+				case explain:
+					return usageErrorf("check --tests does not combine with --explain")
 				}
 				return a.checkTests(ctx, testsFile)
 			}
 			if len(args) == 0 {
 				return usageErrorf("check needs a command line: wraptool check -- TOOL [SUBCOMMAND…] [FLAGS…] [ARGS…]")
 			}
-			return a.checkLine(ctx, args, asJSON)
+			return a.checkLine(ctx, args, asJSON, explain)
 		},
 	}
 }
@@ -73,7 +79,7 @@ func (a *app) newChecker(ctx context.Context) (*checker, error) {
 
 // checkLine decides one command line and prints the verdict: the argv that
 // would run, or the denial text.
-func (a *app) checkLine(ctx context.Context, words []string, asJSON bool) error {
+func (a *app) checkLine(ctx context.Context, words []string, asJSON, explain bool) error {
 	c, err := a.newChecker(ctx)
 	if err != nil {
 		return err
@@ -82,16 +88,33 @@ func (a *app) checkLine(ctx context.Context, words []string, asJSON bool) error 
 	for _, n := range v.notes {
 		fmt.Fprintf(a.stderr, "note: %s\n", n)
 	}
+	var touches []touch
+	if explain {
+		touches = c.explain(v)
+	}
 	if asJSON {
-		data, err := json.Marshal(v.result())
+		r := v.result()
+		if explain {
+			if touches == nil {
+				touches = []touch{}
+			}
+			r.Touches = &touches
+		}
+		data, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
 		if _, err := fmt.Fprintf(a.stdout, "%s\n", data); err != nil {
 			return err
 		}
-	} else if _, err := io.WriteString(a.stdout, v.String()); err != nil {
-		return err
+	} else {
+		out := v.String()
+		if explain {
+			out += explainText(touches)
+		}
+		if _, err := io.WriteString(a.stdout, out); err != nil {
+			return err
+		}
 	}
 	if !v.d.Allowed() {
 		return errDenied
@@ -150,6 +173,9 @@ type checkResult struct {
 	// Notes are the stderr notes (flags of unknown value-taking, a
 	// different argv order).
 	Notes []string `json:"notes,omitempty"`
+	// Touches are, with --explain, what the danger catalog names in the
+	// command line ([] when nothing); absent without --explain.
+	Touches *[]touch `json:"touches,omitempty"`
 }
 
 func (v verdict) result() checkResult {

@@ -635,3 +635,99 @@ func TestCheckTestsFile(t *testing.T) {
 		}
 	})
 }
+
+func TestCheckExplain(t *testing.T) {
+	t.Parallel()
+	f := newCheckFixture(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string // lines stdout must hold, in order
+		not      []string
+	}{
+		{
+			name:     "a denied line lists the catalogued flag, its classes and whether a pattern holds it",
+			args:     []string{"check", "--explain", "--", "gcloud", "compute", "instances", "list", "--project", "p", "--flags-file=/tmp/f.yaml"},
+			wantCode: exitDenied,
+			want: []string{"DENIED: ",
+				"explain: what this command line touches that can hand your credentials away:",
+				"  --flags-file  sends-credentials, runs-code, reads-files: sends your credentials to the host it names; " +
+					"runs a program it names, with your credentials; reads a file it names (no pattern holds its value)",
+				"    reads any flags from the file it names"},
+		},
+		{
+			name:     "a global option before any subcommand",
+			args:     []string{"check", "--explain", "--", "git", "-c", "core.sshCommand=touch /tmp/x", "log"},
+			wantCode: exitDenied,
+			want:     []string{"  -c  sends-credentials, runs-code: ", "    sets any config value for the run"},
+		},
+		{
+			name: "an allowed flag a pattern holds says so",
+			args: []string{"check", "--explain", "--", "git", "ls-remote", "--upload-pack=git-upload-pack"},
+			want: []string{"allowed by git_ls-remote: ", "  --upload-pack  runs-code: runs a program it names, with your credentials (a pattern holds its value)"},
+		},
+		{
+			name: "an allowed line that touches nothing says so",
+			args: []string{"check", "--explain", "--", "git", "log", "--oneline"},
+			want: []string{"allowed by git_log: ", "explain: nothing in this command line is in the danger catalog"},
+		},
+		{
+			name:     "a hostile flag name is escaped, and its class comes from the name the catalog knows",
+			args:     []string{"check", "--explain", "--", "git", "log", "--endpoint\u202e-x=1"},
+			wantCode: exitDenied,
+			want:     []string{`  "--endpoint\u202e-x"  sends-credentials: `},
+			not:      []string{"\u202e"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := f.run(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit status = %d, want %d (stderr %q)", code, tt.wantCode, stderr)
+			}
+			rest := stdout
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("stdout lacks %q (in order):\n%s", w, stdout)
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, n := range tt.not {
+				if strings.Contains(stdout, n) {
+					t.Errorf("stdout holds %q:\n%s", n, stdout)
+				}
+			}
+		})
+	}
+
+	t.Run("json", func(t *testing.T) {
+		t.Parallel()
+		stdout, _, code := f.run(t, "check", "--json", "--explain", "--", "git", "-c", "x=y", "log")
+		if code != exitDenied {
+			t.Fatalf("exit status = %d", code)
+		}
+		var got checkResult
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Touches == nil {
+			t.Fatalf("no touches in %s", stdout)
+		}
+		if ts := *got.Touches; len(ts) != 1 || ts[0].Flag != "-c" || strings.Join(ts[0].Classes, ",") != "sends-credentials,runs-code" || ts[0].Held {
+			t.Errorf("touches = %+v", ts)
+		}
+		stdout, _, _ = f.run(t, "check", "--json", "--explain", "--", "git", "log")
+		if !strings.Contains(stdout, `"touches":[]`) {
+			t.Errorf("no touches: %s, want \"touches\":[]", stdout)
+		}
+	})
+	t.Run("not with --tests", func(t *testing.T) {
+		t.Parallel()
+		if _, stderr, code := f.run(t, "check", "--explain", "--tests", "x.yaml"); code != 2 || !strings.Contains(stderr, "--explain") {
+			t.Errorf("exit %d, stderr %q; want a usage error naming --explain", code, stderr)
+		}
+	})
+}
