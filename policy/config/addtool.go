@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/danger"
 )
 
 // This file plans `wraptool config add`: a new tool with no
@@ -339,7 +340,7 @@ func toolBlock(nt NewTool, ind, step, dash int, eol string) (block string, n int
 		b.WriteString(lines)
 		return b.String(), n, nil
 	}
-	rules, n := catalogLines(nt.Name, nt.Catalog, ind+step+dash, eol)
+	rules, n := catalogLines(nt.Name, danger.CLI(nt.Name, nt.Binary), nt.Catalog, ind+step+dash, eol, dangerCatalog{})
 	if n == 0 {
 		b.WriteString(in + "# No subcommands found in `" + nt.Name + " --help`; write allow rules by hand." + eol)
 		b.WriteString(in + "allow: []" + eol)
@@ -366,7 +367,13 @@ func catalogHead(name string) string {
 // with no flag and no positional argument; a rule with no subcommand is the
 // bare tool. A path holding a token outside the name rules, too long for
 // its line, or giving an MCP tool name no client takes, is left out.
-func catalogLines(name string, rules []CatalogRule, item int, eol string) (string, int) {
+//
+// Where the danger catalog (cat, looked up as cli) classes the subcommand
+// or a flag its help lists, a "careful:" comment line below the flags says
+// which and how, so an operator uncommenting the rule or adding the flag
+// knows what it hands away; it stays a comment when the rule is
+// uncommented.
+func catalogLines(name, cli string, rules []CatalogRule, item int, eol string, cat catalog) (string, int) {
 	var b strings.Builder
 	ind := spaces(item)
 	width := max(MaxCatalogLine-item, 60)
@@ -394,12 +401,82 @@ func catalogLines(name string, rules []CatalogRule, item int, eol string) (strin
 		for _, l := range wrapBeside("#   flags: []", has, width, false) {
 			b.WriteString(ind + l + eol)
 		}
+		for _, l := range carefulLines(cat, cli, r, width) {
+			b.WriteString(ind + l + eol)
+		}
 		b.WriteString(ind + "#   arg_constraints: { positional_max: 0 }" + eol)
 	}
 	if n == 0 {
 		return "", 0
 	}
 	return b.String(), n
+}
+
+// carefulPrefix starts the comment lines that mark a catalog rule's
+// dangers; carefulMore continues them, aligned.
+const (
+	carefulPrefix = "#   careful: "
+	carefulMore   = "#            "
+)
+
+// carefulLines mark what the danger catalog says of r's subcommand and of
+// each flag it lists: "#   careful: this subcommand prints-credentials;
+// --repo sends-credentials", wrapped at width between entries (within
+// one only when it is longer than a line; a name is never cut, and a flag
+// too long for a line is left out, as the has list leaves it out), none
+// when the catalog says nothing.
+func carefulLines(cat catalog, cli string, r CatalogRule, width int) []string {
+	room := width - len(carefulPrefix)
+	var entries []string
+	if f := cat.LookupSubcommand(cli, r.Subcommand); len(f.Classes) > 0 {
+		entries = append(entries, "this subcommand "+f.Classes.String())
+	}
+	if !r.Unread {
+		for _, fl := range validFlags(r.Flags) {
+			if len(fl) >= room {
+				continue // left out of the has list too
+			}
+			if f := cat.LookupFlag(cli, r.Subcommand, fl); len(f.Classes) > 0 {
+				entries = append(entries, fl+" "+f.Classes.String())
+			}
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	var out []string
+	line := ""
+	put := func(w string) {
+		if line != "" && len(line)+1+len(w) > room {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	for i, e := range entries {
+		if i < len(entries)-1 {
+			e += ";"
+		}
+		if len(e) <= room {
+			put(e) // an entry stays on one line where it fits
+			continue
+		}
+		for _, w := range strings.Fields(e) {
+			put(w)
+		}
+	}
+	out = append(out, line)
+	for i := range out {
+		if i == 0 {
+			out[i] = carefulPrefix + out[i]
+		} else {
+			out[i] = carefulMore + out[i]
+		}
+	}
+	return out
 }
 
 // wrapBeside puts words after text as a comment starting at commentColumn
