@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/danger"
 )
 
 // This file plans `wraptool config add`: a new tool with no
@@ -48,15 +49,20 @@ type CatalogRule struct {
 }
 
 // NewTool is what AddTool writes: tools.Name with Binary and, under an empty
-// allow:, the catalog as comments.
+// allow:, the catalog as comments; or, with a Preset, the preset's rules.
 type NewTool struct {
 	// Name is the tool's key; it must pass the same checks as any tool
 	// name.
 	Name string
 	// Binary is the absolute path of the executable.
 	Binary string
-	// Catalog lists the rules to write as comments, in order.
+	// Catalog lists the rules to write as comments, in order; unused with
+	// a Preset.
 	Catalog []CatalogRule
+	// Preset, when set, is written instead of the catalog: its allow and
+	// deny lists (and env) as live rules, under a comment naming it. nil
+	// writes no rule at all.
+	Preset *Preset
 }
 
 // CheckToolName refuses a name no tool may have: outside
@@ -86,14 +92,17 @@ func CheckBinary(path string) error {
 
 // PlanAddTool plans `config add` without touching the file: the new text
 // for data, the config at path, with nt as the last entry of tools:, and
-// how many catalog rules it holds. An existing tools.<name> is refused with
-// ErrToolExists; a bad name or binary with ErrInvalidToolName or
-// ErrBadBinary (the binary is checked when the result is validated).
+// how many rules it wrote: the catalog rules written as comments, or with
+// nt.Preset the preset's allow rules written live. An existing
+// tools.<name> is refused with ErrToolExists; a bad name or binary with
+// ErrInvalidToolName or ErrBadBinary (the binary is checked when the result
+// is validated).
 //
 // As a request's merge does, it splices the new lines into the file's own
 // text (every other byte stays as written) and parses the result, which
 // must load as any config does and differ from the old one by the new tool
-// alone, with no rule. The file editor (package edit) writes it.
+// alone: with no rule, or with a preset exactly the preset's allow, deny
+// and env. The file editor (package edit) writes it.
 func PlanAddTool(path string, data []byte, nt NewTool, o *Options) ([]byte, int, error) {
 	before, err := newToolBase(path, data, nt.Name, o)
 	if err != nil {
@@ -146,7 +155,8 @@ func newToolBase(path string, data []byte, name string, o *Options) (*Config, er
 
 // onlyNewTool checks that after differs from before by tools.<name> alone,
 // and that the new tool is its binary and an allow that is empty: whatever
-// the help text said, no rule went live.
+// the help text said, no rule went live. With a preset, the tool is its
+// binary and the preset's rules, exactly.
 func onlyNewTool(before, after *Config, out []byte, nt NewTool) error {
 	t := after.Tools[nt.Name]
 	switch {
@@ -154,6 +164,10 @@ func onlyNewTool(before, after *Config, out []byte, nt NewTool) error {
 		return errors.New("the new tool does not parse back")
 	case t.Binary != nt.Binary:
 		return fmt.Errorf("the binary parses back as %q", t.Binary)
+	case nt.Preset != nil:
+		if err := samePreset(t, nt.Preset); err != nil {
+			return err
+		}
 	case len(t.Allow) != 0 || len(t.Deny) != 0:
 		return errors.New("the new tool parses back with rules")
 	}
@@ -174,6 +188,9 @@ func onlyNewTool(before, after *Config, out []byte, nt NewTool) error {
 	}
 	_, tools := lookup(root, "tools")
 	_, tn := lookup(tools, nt.Name)
+	if nt.Preset != nil {
+		return presetKeys(tn, nt.Preset)
+	}
 	if tn == nil || tn.Kind != yaml.MappingNode || len(tn.Content) != 4 {
 		return errors.New("the new tool is not a mapping of binary and allow")
 	}
@@ -219,28 +236,37 @@ func spliceTool(data []byte, nt NewTool) (out []byte, n int, err error) {
 			l-- // the file ends with a newline: after its last line
 		}
 		eol := s.eol(l)
-		block, k := toolBlock(nt, base+step, step, dash, eol)
+		block, k, err := toolBlock(nt, base+step, step, dash, eol)
+		if err != nil {
+			return nil, 0, err
+		}
 		n = k
 		if len(s.b) == 0 {
 			return []byte("tools:" + eol + block), n, nil
 		}
 		edits = []edit{s.insertLines(l, spaces(base)+"tools:"+eol+block, eol)}
 	case isNull(tools):
+		var berr error
 		edits, err = s.nullToBlock(toolsKey, tools, func(l int, eol string) edit {
 			var block string
-			block, n = toolBlock(nt, toolsKey.Column-1+step, step, dash, eol)
+			block, n, berr = toolBlock(nt, toolsKey.Column-1+step, step, dash, eol)
 			return s.insertLines(l, block, eol)
 		})
+		if err == nil {
+			err = berr
+		}
 	case tools.Kind == yaml.MappingNode && tools.Style&yaml.FlowStyle != 0 && len(tools.Content) == 0:
 		var ok bool
+		var berr error
 		edits, ok = s.emptyFlowToBlock(toolsKey, tools, func(l int, eol string) edit {
 			var block string
-			block, n = toolBlock(nt, toolsKey.Column-1+step, step, dash, eol)
+			block, n, berr = toolBlock(nt, toolsKey.Column-1+step, step, dash, eol)
 			return s.insertLines(l, block, eol)
 		})
 		if !ok {
 			return nil, 0, errors.New("tools: {} is not written on one line")
 		}
+		err = berr
 	case tools.Kind != yaml.MappingNode || tools.Style&yaml.FlowStyle != 0:
 		return nil, 0, errors.New("tools is not a block mapping")
 	default:
@@ -251,7 +277,10 @@ func spliceTool(data []byte, nt NewTool) (out []byte, n int, err error) {
 		}
 		eol := s.eol(end)
 		var block string
-		block, n = toolBlock(nt, tools.Content[0].Column-1, step, dash, eol)
+		block, n, err = toolBlock(nt, tools.Content[0].Column-1, step, dash, eol)
+		if err != nil {
+			return nil, 0, err
+		}
 		edits = []edit{s.insertLines(end, block, eol)}
 	}
 	if err != nil {
@@ -294,23 +323,33 @@ func (s *source) indentSteps(root *yaml.Node) (step, dash int) {
 }
 
 // toolBlock writes the tool's lines: its key indented by ind, its entries
-// step further, the catalog's dashes dash beyond the allow key. n is how
-// many catalog rules it wrote.
-func toolBlock(nt NewTool, ind, step, dash int, eol string) (block string, n int) {
+// step further, the catalog's dashes dash beyond the allow key, or the
+// preset's lines as the preset writes them. n is how many rules it wrote
+// (catalog rules as comments, or the preset's allow rules).
+func toolBlock(nt NewTool, ind, step, dash int, eol string) (block string, n int, err error) {
 	var b strings.Builder
 	in := spaces(ind + step)
 	b.WriteString(spaces(ind) + nt.Name + ":" + eol)
 	b.WriteString(in + "binary: " + yamlString(nt.Binary) + eol)
-	rules, n := catalogLines(nt.Name, nt.Catalog, ind+step+dash, eol)
+	if nt.Preset != nil {
+		lines, n, err := presetLines(nt.Preset, in, eol)
+		if err != nil {
+			return "", 0, err
+		}
+		b.WriteString(in + presetHead(nt.Preset) + eol)
+		b.WriteString(lines)
+		return b.String(), n, nil
+	}
+	rules, n := catalogLines(nt.Name, danger.CLI(nt.Name, nt.Binary), nt.Catalog, ind+step+dash, eol, dangerCatalog{})
 	if n == 0 {
 		b.WriteString(in + "# No subcommands found in `" + nt.Name + " --help`; write allow rules by hand." + eol)
 		b.WriteString(in + "allow: []" + eol)
-		return b.String(), 0
+		return b.String(), 0, nil
 	}
 	b.WriteString(in + catalogHead(nt.Name) + eol)
 	b.WriteString(in + "allow:" + eol)
 	b.WriteString(rules)
-	return b.String(), n
+	return b.String(), n, nil
 }
 
 // MaxCatalogLine is the longest line a catalog comment takes, indentation
@@ -328,7 +367,13 @@ func catalogHead(name string) string {
 // with no flag and no positional argument; a rule with no subcommand is the
 // bare tool. A path holding a token outside the name rules, too long for
 // its line, or giving an MCP tool name no client takes, is left out.
-func catalogLines(name string, rules []CatalogRule, item int, eol string) (string, int) {
+//
+// Where the danger catalog (cat, looked up as cli) classes the subcommand
+// or a flag its help lists, a "careful:" comment line below the flags says
+// which and how, so an operator uncommenting the rule or adding the flag
+// knows what it hands away; it stays a comment when the rule is
+// uncommented.
+func catalogLines(name, cli string, rules []CatalogRule, item int, eol string, cat catalog) (string, int) {
 	var b strings.Builder
 	ind := spaces(item)
 	width := max(MaxCatalogLine-item, 60)
@@ -356,12 +401,82 @@ func catalogLines(name string, rules []CatalogRule, item int, eol string) (strin
 		for _, l := range wrapBeside("#   flags: []", has, width, false) {
 			b.WriteString(ind + l + eol)
 		}
+		for _, l := range carefulLines(cat, cli, r, width) {
+			b.WriteString(ind + l + eol)
+		}
 		b.WriteString(ind + "#   arg_constraints: { positional_max: 0 }" + eol)
 	}
 	if n == 0 {
 		return "", 0
 	}
 	return b.String(), n
+}
+
+// carefulPrefix starts the comment lines that mark a catalog rule's
+// dangers; carefulMore continues them, aligned.
+const (
+	carefulPrefix = "#   careful: "
+	carefulMore   = "#            "
+)
+
+// carefulLines mark what the danger catalog says of r's subcommand and of
+// each flag it lists: "#   careful: this subcommand prints-credentials;
+// --repo sends-credentials", wrapped at width between entries (within
+// one only when it is longer than a line; a name is never cut, and a flag
+// too long for a line is left out, as the has list leaves it out), none
+// when the catalog says nothing.
+func carefulLines(cat catalog, cli string, r CatalogRule, width int) []string {
+	room := width - len(carefulPrefix)
+	var entries []string
+	if f := cat.LookupSubcommand(cli, r.Subcommand); len(f.Classes) > 0 {
+		entries = append(entries, "this subcommand "+f.Classes.String())
+	}
+	if !r.Unread {
+		for _, fl := range validFlags(r.Flags) {
+			if len(fl) >= room {
+				continue // left out of the has list too
+			}
+			if f := cat.LookupFlag(cli, r.Subcommand, fl); len(f.Classes) > 0 {
+				entries = append(entries, fl+" "+f.Classes.String())
+			}
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	var out []string
+	line := ""
+	put := func(w string) {
+		if line != "" && len(line)+1+len(w) > room {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	for i, e := range entries {
+		if i < len(entries)-1 {
+			e += ";"
+		}
+		if len(e) <= room {
+			put(e) // an entry stays on one line where it fits
+			continue
+		}
+		for _, w := range strings.Fields(e) {
+			put(w)
+		}
+	}
+	out = append(out, line)
+	for i := range out {
+		if i == 0 {
+			out[i] = carefulPrefix + out[i]
+		} else {
+			out[i] = carefulMore + out[i]
+		}
+	}
+	return out
 }
 
 // wrapBeside puts words after text as a comment starting at commentColumn

@@ -117,22 +117,22 @@ func assertNoRules(t testing.TB, out []byte, name string) {
 func TestAddToolLayouts(t *testing.T) {
 	t.Parallel()
 	dir, path, o := addToolFixture(t)
-	rules := []CatalogRule{{Subcommand: []string{"pr"}, Description: "Manage pull requests", Flags: []string{"--repo"}}}
+	rules := []CatalogRule{{Subcommand: []string{"pr"}, Description: "Manage pull requests", Flags: []string{"--state"}}}
 	for _, tt := range []struct {
 		name, in, want string
 	}{
 		{"an empty tools: {} becomes a block mapping",
 			"mcp:\n  listen: 127.0.0.1:8717\ntools: {}   # none yet\n# trailer\n",
-			"mcp:\n  listen: 127.0.0.1:8717\ntools:   # none yet\n  gh:\n    binary: BIN\n    # Uncomment what the assistant may run (from `gh --help`).\n    allow:\n      # - subcommand: [pr]              # Manage pull requests\n      #   flags: []                     # has --repo\n      #   arg_constraints: { positional_max: 0 }\n# trailer\n"},
+			"mcp:\n  listen: 127.0.0.1:8717\ntools:   # none yet\n  gh:\n    binary: BIN\n    # Uncomment what the assistant may run (from `gh --help`).\n    allow:\n      # - subcommand: [pr]              # Manage pull requests\n      #   flags: []                     # has --state\n      #   arg_constraints: { positional_max: 0 }\n# trailer\n"},
 		{"a null tools: gets the tool",
 			"mcp:\n  listen: 127.0.0.1:8717\ntools:\n",
-			"mcp:\n  listen: 127.0.0.1:8717\ntools:\n  gh:\n    binary: BIN\n    # Uncomment what the assistant may run (from `gh --help`).\n    allow:\n      # - subcommand: [pr]              # Manage pull requests\n      #   flags: []                     # has --repo\n      #   arg_constraints: { positional_max: 0 }\n"},
+			"mcp:\n  listen: 127.0.0.1:8717\ntools:\n  gh:\n    binary: BIN\n    # Uncomment what the assistant may run (from `gh --help`).\n    allow:\n      # - subcommand: [pr]              # Manage pull requests\n      #   flags: []                     # has --state\n      #   arg_constraints: { positional_max: 0 }\n"},
 		{"no tools: key gets one at the end, with no final newline kept",
 			"mcp:\n    listen: 127.0.0.1:8717",
-			"mcp:\n    listen: 127.0.0.1:8717\ntools:\n    gh:\n        binary: BIN\n        # Uncomment what the assistant may run (from `gh --help`).\n        allow:\n            # - subcommand: [pr]              # Manage pull requests\n            #   flags: []                     # has --repo\n            #   arg_constraints: { positional_max: 0 }"},
+			"mcp:\n    listen: 127.0.0.1:8717\ntools:\n    gh:\n        binary: BIN\n        # Uncomment what the assistant may run (from `gh --help`).\n        allow:\n            # - subcommand: [pr]              # Manage pull requests\n            #   flags: []                     # has --state\n            #   arg_constraints: { positional_max: 0 }"},
 		{"CRLF line endings are kept",
 			"mcp:\r\n  listen: 127.0.0.1:8717\r\ntools:\r\n  a:\r\n    binary: BIN\r\n",
-			"mcp:\r\n  listen: 127.0.0.1:8717\r\ntools:\r\n  a:\r\n    binary: BIN\r\n  gh:\r\n    binary: BIN\r\n    # Uncomment what the assistant may run (from `gh --help`).\r\n    allow:\r\n      # - subcommand: [pr]              # Manage pull requests\r\n      #   flags: []                     # has --repo\r\n      #   arg_constraints: { positional_max: 0 }\r\n"},
+			"mcp:\r\n  listen: 127.0.0.1:8717\r\ntools:\r\n  a:\r\n    binary: BIN\r\n  gh:\r\n    binary: BIN\r\n    # Uncomment what the assistant may run (from `gh --help`).\r\n    allow:\r\n      # - subcommand: [pr]              # Manage pull requests\r\n      #   flags: []                     # has --state\r\n      #   arg_constraints: { positional_max: 0 }\r\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bin := filepath.Join(dir, "bin/tool")

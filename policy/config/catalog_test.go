@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wraptool/wraptool/policy/danger"
 )
 
 // uncommentCatalog turns every commented rule of a catalog into a live
@@ -139,5 +141,120 @@ func TestPositionalWarnings(t *testing.T) {
 				t.Errorf("warnings %q, want one starting %q that names the fix", got, want)
 			}
 		})
+	}
+}
+
+// TestCatalogMarksDangers: a catalog rule whose flags or subcommand the
+// danger catalog classes gets a "careful:" comment naming each with its
+// classes, within the line width; git's root -c is marked on the bare
+// tool and not under log; the lines stay comments when the rules are
+// uncommented.
+func TestCatalogMarksDangers(t *testing.T) {
+	t.Parallel()
+	dir, path, o := addToolFixture(t)
+	bin := dir + "/bin/tool"
+	generic := []string{"--host", "--hostname", "--server", "--url", "--api-url", "--config", "--kubeconfig",
+		"--profile", "--context", "--exec-cmd", "--output", "--template", "--key-file", "--plain"}
+	for _, tt := range []struct {
+		name, tool, ind string
+		rules           []CatalogRule
+		want            string // the rules' lines, indented as written under allow:
+	}{
+		{"psql's connection flags on the bare tool", "psql", "  ",
+			[]CatalogRule{{Subcommand: []string{}, Flags: []string{"-h", "--port", "-d", "--echo-all"}}},
+			"      # - subcommand: []\n" +
+				"      #   flags: []                     # has -h --port -d --echo-all\n" +
+				"      #   careful: -h sends-credentials; -d sends-credentials\n" +
+				"      #   arg_constraints: { positional_max: 0 }\n"},
+		{"aws --endpoint-url under a subcommand", "aws", "  ",
+			[]CatalogRule{{Subcommand: []string{"s3", "ls"}, Description: "List objects", Flags: []string{"--recursive", "--endpoint-url"}}},
+			"      # - subcommand: [s3, ls]          # List objects\n" +
+				"      #   flags: []                     # has --recursive --endpoint-url\n" +
+				"      #   careful: --endpoint-url sends-credentials\n" +
+				"      #   arg_constraints: { positional_max: 0 }\n"},
+		{"git -c at the root, not under log", "git", "  ",
+			[]CatalogRule{{Subcommand: []string{}, Flags: []string{"-c", "-C"}}, {Subcommand: []string{"log"}, Flags: []string{"-c"}}},
+			"      # - subcommand: []\n" +
+				"      #   flags: []                     # has -c -C\n" +
+				"      #   careful: -c sends-credentials, runs-code\n" +
+				"      #   arg_constraints: { positional_max: 0 }\n" +
+				"      # - subcommand: [log]\n" +
+				"      #   flags: []                     # has -c\n" +
+				"      #   arg_constraints: { positional_max: 0 }\n"},
+		{"generic names wrap between entries", "mytool", "  ",
+			[]CatalogRule{{Subcommand: []string{"x"}, Flags: generic}},
+			"      # - subcommand: [x]\n" +
+				"      #   flags: []                     # has --host --hostname --server --url --api-url --config\n" +
+				"      #                                 # --kubeconfig --profile --context --exec-cmd --output\n" +
+				"      #                                 # --template --key-file --plain\n" +
+				"      #   careful: --host sends-credentials; --hostname sends-credentials;\n" +
+				"      #            --server sends-credentials; --url sends-credentials;\n" +
+				"      #            --api-url sends-credentials; --config sends-credentials, reads-files;\n" +
+				"      #            --kubeconfig sends-credentials, reads-files; --profile sends-credentials;\n" +
+				"      #            --context sends-credentials; --exec-cmd runs-code; --output writes-files;\n" +
+				"      #            --template reads-files; --key-file reads-files\n" +
+				"      #   arg_constraints: { positional_max: 0 }\n"},
+		{"deep indentation wraps within the width", "mytool", "          ",
+			[]CatalogRule{{Subcommand: []string{"x"}, Flags: []string{"--kubeconfig", "--config", "--" + strings.Repeat("k", 50) + "-file"}}},
+			"                              # - subcommand: [x]\n" +
+				"                              #   flags: []                     # has --kubeconfig --config\n" +
+				"                              #   careful: --kubeconfig sends-credentials, reads-files;\n" +
+				"                              #            --config sends-credentials, reads-files\n" +
+				"                              #   arg_constraints: { positional_max: 0 }\n"},
+		{"an unread path marks no flags", "aws", "  ",
+			[]CatalogRule{{Subcommand: []string{"s3"}, Flags: []string{"--endpoint-url"}, Unread: true}},
+			"      # - subcommand: [s3]\n" +
+				"      #   flags: []                     # help not read\n" +
+				"      #   arg_constraints: { positional_max: 0 }\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := "mcp:\n" + tt.ind + "listen: 127.0.0.1:8717\ntools:\n"
+			out, _, err := PlanAddTool(path, []byte(in), NewTool{Name: tt.tool, Binary: bin, Catalog: tt.rules}, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, rules, _ := strings.Cut(string(out), "allow:\n")
+			if rules != tt.want {
+				t.Errorf("got:\n%s\nwant:\n%s", rules, tt.want)
+			}
+			for _, l := range strings.Split(string(out), "\n") {
+				if len(l) > MaxCatalogLine {
+					t.Errorf("line of %d characters: %q", len(l), l)
+				}
+			}
+			c, err := parse(path, []byte(uncommentCatalog(string(out))), o, nil)
+			if err != nil {
+				t.Fatalf("uncommented: %v", err)
+			}
+			for _, r := range c.Tools[tt.tool].Allow {
+				if len(r.Written()) != 0 {
+					t.Errorf("rule %q allows %q once uncommented", r.Subcommand, r.Written())
+				}
+			}
+		})
+	}
+}
+
+// TestCatalogMarksSubcommand: a rule whose subcommand the catalog classes
+// (gh auth token) is marked, whatever its flags. The catalog is given, so
+// the test holds whichever entries package danger has.
+func TestCatalogMarksSubcommand(t *testing.T) {
+	t.Parallel()
+	cat := fakeSubcommands{subs: map[string]danger.Finding{"gh auth token": {Classes: danger.Of(danger.PrintsCredentials)}}}
+	rules := []CatalogRule{
+		{Subcommand: []string{"auth", "token"}, Description: "Print the auth token", Flags: []string{"--hostname"}},
+		{Subcommand: []string{"auth", "status"}},
+	}
+	got, n := catalogLines("gh", "gh", rules, 6, "\n", cat)
+	want := "      # - subcommand: [auth, token]     # Print the auth token\n" +
+		"      #   flags: []                     # has --hostname\n" +
+		"      #   careful: this subcommand prints-credentials; --hostname sends-credentials\n" +
+		"      #   arg_constraints: { positional_max: 0 }\n" +
+		"      # - subcommand: [auth, status]\n" +
+		"      #   flags: []\n" +
+		"      #   arg_constraints: { positional_max: 0 }\n"
+	if n != 2 || got != want {
+		t.Errorf("got %d rules:\n%s\nwant 2:\n%s", n, got, want)
 	}
 }

@@ -127,3 +127,7 @@ var ErrInvalidToolName = errors.New("invalid tool name")
 // not an absolute path to an executable regular file, wraptool itself, or
 // a file or folder others may write.
 var ErrBadBinary = errors.New("binary refused")
+
+// ErrUnknownPreset refuses `config add --preset` for a name the CLI has no
+// reviewed preset of; the message lists the ones it has.
+var ErrUnknownPreset = errors.New("unknown preset")

@@ -2,16 +2,17 @@ package edit
 
 import "github.com/wraptool/wraptool/policy/config"
 
-// AddTool adds nt to the config at path and returns how many catalog rules
-// it wrote as comments. An existing tools.<name> is refused with
+// AddTool adds nt to the config at path and returns how many rules it
+// wrote: catalog rules as comments, or with nt.Preset the preset's allow
+// rules, live. An existing tools.<name> is refused with
 // config.ErrToolExists; a bad name or binary with config.ErrInvalidToolName
 // or config.ErrBadBinary.
 //
 // As ApplyRequest does, it splices the new lines into the file's own text
 // (every other byte stays as written), parses the result, which must load
 // as any config does and differ from the old one by the new tool alone,
-// with no rule (config.PlanAddTool), before writing it atomically under the
-// config's lock, keeping its mode. A refusal or failure leaves the file
+// with no rule or exactly the preset's (config.PlanAddTool), before
+// writing it atomically under the config's lock, keeping its mode. A refusal or failure leaves the file
 // untouched.
 func AddTool(path string, nt config.NewTool, o *config.Options) (int, error) {
 	if err := config.CheckToolName(nt.Name); err != nil {

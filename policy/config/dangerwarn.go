@@ -1,0 +1,205 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/danger"
+)
+
+// DangerWarnings lists, in document order, what an allow rule exposes that
+// can hand the operator's credentials away although the rule allows
+// exactly what it says (see package danger): each allowed flag the
+// catalog classes that no flag_constraints pattern holds, and each rule
+// whose subcommand the catalog classes by itself (gh auth token). A flag
+// that is seeded or denied, and a rule a deny rule covers, expose nothing
+// and are not warned about. A long flag that abbreviates a catalogued one
+// (--endpoint for --endpoint-url) is warned about as that flag, since
+// getopt-style parsers take unambiguous prefixes. Nothing here runs a
+// tool; the catalog is looked up by the tool's binary (danger.CLI).
+func (c *Config) DangerWarnings() []Warning { return c.dangerWarnings(dangerCatalog{}) }
+
+// catalog is what the danger warnings read of package danger, so a test
+// can give entries the catalog does not hold yet.
+type catalog interface {
+	LookupFlag(cli string, sub []string, flag string) danger.Finding
+	LookupSubcommand(cli string, sub []string) danger.Finding
+	Entries() []danger.Entry
+}
+
+// dangerCatalog is package danger's catalog.
+type dangerCatalog struct{}
+
+func (dangerCatalog) LookupFlag(cli string, sub []string, flag string) danger.Finding {
+	return danger.LookupFlag(cli, sub, flag)
+}
+func (dangerCatalog) LookupSubcommand(cli string, sub []string) danger.Finding {
+	return danger.LookupSubcommand(cli, sub)
+}
+func (dangerCatalog) Entries() []danger.Entry { return danger.Entries() }
+
+// dangerWarnings is DangerWarnings by cat.
+func (c *Config) dangerWarnings(cat catalog) []Warning {
+	var out []Warning
+	warn := func(p fieldPath, msg string) {
+		out = append(out, Warning{File: c.File, Line: c.lines.at(p).line, Path: p.String(), Msg: msg})
+	}
+	for _, name := range sortedKeys(c.Tools) {
+		t := c.Tools[name]
+		if t == nil {
+			continue
+		}
+		cli := danger.CLI(name, t.Binary)
+		tp := fieldPath{}.key("tools").key(name)
+		for i, r := range t.Allow {
+			if r == nil || deniedRule(t.Deny, r.Subcommand) {
+				continue
+			}
+			rp := tp.key("allow").index(i)
+			if f := cat.LookupSubcommand(cli, r.Subcommand); len(f.Classes) > 0 {
+				warn(rp.key("subcommand"), subcommandDanger(name, r.Subcommand, f))
+			}
+			for j, flag := range r.Flags {
+				if slices.Contains(r.Seeded, flag) || r.Denies(flag) {
+					continue
+				}
+				k := r.FlagConstraints[flag]
+				if k != nil && k.Pattern != "" {
+					continue
+				}
+				f, as := flagFinding(cat, cli, r.Subcommand, flag)
+				if len(f.Classes) == 0 {
+					continue
+				}
+				warn(rp.key("flags").index(j), flagDanger(flag, as, f.Classes, isSwitch(flag, k)))
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Warning) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return out
+}
+
+// deniedRule reports whether a deny rule covers an allow rule for sub: a
+// deny rule's tokens are a prefix of sub (deny: [auth] covers auth token).
+func deniedRule(deny []*policy.DenyRule, sub []string) bool {
+	return slices.ContainsFunc(deny, func(d *policy.DenyRule) bool {
+		return d != nil && len(d.Subcommand) <= len(sub) && slices.Equal(sub[:len(d.Subcommand)], d.Subcommand)
+	})
+}
+
+// flagFinding is what the catalog says about flag under sub, and the
+// catalogued flag it stands for: itself, or for a long flag the catalog
+// says nothing about, every catalogued long flag of the CLI that it
+// abbreviates ("--endpoint-url" for "--endpoint-u"). as is "" when the
+// finding is the flag's own.
+func flagFinding(cat catalog, cli string, sub []string, flag string) (f danger.Finding, as string) {
+	f = cat.LookupFlag(cli, sub, flag)
+	name := danger.FlagName(flag)
+	if len(f.Classes) > 0 || !strings.HasPrefix(name, "--") || len(name) < 4 {
+		return f, ""
+	}
+	var full []string
+	for _, e := range cat.Entries() {
+		if e.CLI != cli || !strings.HasPrefix(e.Flag, name) || e.Flag == name || slices.Contains(full, e.Flag) {
+			continue
+		}
+		if g := cat.LookupFlag(cli, sub, e.Flag); len(g.Classes) > 0 {
+			f.Classes = f.Classes.Union(g.Classes)
+			full = append(full, e.Flag)
+		}
+	}
+	return f, strings.Join(full, ", ")
+}
+
+// isSwitch reports whether flag takes no value, so no pattern can hold
+// it: its constraint types it boolean, or its name is a well-known switch.
+func isSwitch(flag string, k *policy.Constraint) bool {
+	if k != nil && k.Type != "" {
+		return k.Type == "boolean"
+	}
+	return policy.LooksBoolean(flag)
+}
+
+// flagDanger is the warning for an allowed flag the catalog classes.
+func flagDanger(flag, as string, cs danger.Classes, sw bool) string {
+	shown := quoteFlag(flag)
+	what := shown
+	if as != "" {
+		what = shown + " abbreviates " + as + ", which"
+	}
+	head := fmt.Sprintf("%s is %s: it %s", what, cs.String(), joinEffects(cs))
+	if sw {
+		return head + ", and a switch takes no pattern; leave it out"
+	}
+	return head + ", and nothing holds its value; " + fixFor(cs, flag)
+}
+
+// subcommandDanger is the warning for a rule whose subcommand the catalog
+// classes by itself.
+func subcommandDanger(tool string, sub []string, f danger.Finding) string {
+	cmd := strings.TrimSpace(tool + " " + strings.Join(sub, " "))
+	return fmt.Sprintf("%s is %s: it %s, whatever flags the rule allows (%s); remove the rule, and add a deny rule "+
+		"(deny: [{subcommand: %s}]) so that no rule allows it",
+		cmd, f.Classes.String(), joinEffects(f.Classes), CommentText(f.Why, 200), flowList(sub, 0))
+}
+
+// joinEffects joins the classes' effects as a sentence does: "a", "a and
+// b", "a, b and c".
+func joinEffects(cs danger.Classes) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.Effect()
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// fixOrder is which class's fix a flag of several classes gets: the one
+// that constrains most (a flag that prints credentials cannot be held by
+// any pattern; one that runs code only by a pattern naming what may run).
+var fixOrder = []danger.Class{danger.PrintsCredentials, danger.RunsCode, danger.SendsCredentials, danger.WritesFiles, danger.ReadsFiles}
+
+// fixFor is the fix for a flag of classes cs, naming the flag's
+// flag_constraints entry where the fix is a pattern.
+func fixFor(cs danger.Classes, flag string) string {
+	fix := "leave it out"
+	for _, c := range fixOrder {
+		if slices.Contains(cs, c) {
+			fix = c.Fix()
+			break
+		}
+	}
+	name := danger.FlagName(flag)
+	key := strconv.Quote(name)
+	if !policy.ValidFlag(name) || len(name) > 200 {
+		key = quoteToken(name, true)
+	}
+	field := "flag_constraints[" + key + "].pattern"
+	switch {
+	case strings.Contains(fix, "flag_constraints pattern"):
+		return strings.Replace(fix, "flag_constraints pattern", field, 1)
+	case strings.Contains(fix, "a pattern"):
+		return strings.Replace(fix, "a pattern", "a "+field, 1)
+	}
+	return fix
+}
+
+// quoteFlag shows a flag as written when it is a flag's plain spelling,
+// else with Go's escapes (control, non-ASCII and invisible characters
+// cannot hide in a warning), cut when very long.
+func quoteFlag(flag string) string {
+	if policy.ValidFlag(flag) && len(flag) <= 200 {
+		return flag
+	}
+	return quoteToken(flag, true)
+}
