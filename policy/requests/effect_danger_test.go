@@ -25,6 +25,9 @@ func (listedHelps) Subcommands(string, []string) (map[string]string, bool) {
 	return nil, true
 }
 
+// longFile is a flag whose name ends in -file beyond what a screen shows.
+var longFile = "--" + strings.Repeat("a", 250) + "-file"
+
 // TestRuleEffectDanger shows each flag's catalog classes beside it in
 // Lines, effect words with each class, and Unconfirmed listing exactly the
 // grave flags the request names whose value no pattern holds. The class
@@ -96,6 +99,9 @@ func TestRuleEffectDanger(t *testing.T) {
 		{name: "a flag that writes a class into its own name gets none",
 			tool: "mytool", sub: []string{"get"}, ruleFlags: []string{"--safe\u2028! writes-files"}, requested: []string{"--safe\u2028! writes-files"},
 			line: `  --safe\u2028! writes-files  takes any value`},
+		{name: "a flag too long to show whole is looked up by all of it, not by what is shown",
+			tool: "mytool", sub: []string{"get"}, ruleFlags: []string{longFile}, requested: []string{longFile},
+			line: "  " + Token(longFile) + "  takes any value  ! reads-files: reads a file it names"},
 		{name: "a flag given with its value is looked up by its name",
 			tool: "aws", sub: []string{"s3", "ls"}, ruleFlags: []string{"--endpoint-url=https://evil.example"}, requested: []string{"--endpoint-url=https://evil.example"},
 			line:        "  --endpoint-url=https://evil.example  takes any value  ! sends-credentials: sends your credentials to the host it names",
