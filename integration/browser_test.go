@@ -191,3 +191,90 @@ func writeShot(t *testing.T, path string, png []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestReviewPageDangerInABrowser: a request for a flag that sends the
+// operator's credentials to the host it names (--endpoint-url, by the
+// catalog's generic name) shows its class beside the flag, marked in the
+// warning colour without any script, and Approve once needs i-know typed:
+// without it the page says why and the request stays pending; with it the
+// grant is recorded.
+func TestReviewPageDangerInABrowser(t *testing.T) {
+	slow(t, "the danger marks and the typed confirmation in a headless browser")
+	t.Parallel()
+	browser := chromiumPath(t)
+	dir := t.TempDir()
+	cfg := serverConfig(t, dir, `  fake:
+    binary: $FAKECLI
+    allow:
+      - subcommand: [status]
+        flags: ["--verbose"]
+`) + fmt.Sprintf("admin:\n  listen: 127.0.0.1:%d\n  auth_token_file: %s\n", freePort(t), filepath.Join(dir, "admin-token"))
+	s := startServerIn(t, dir, cfg)
+	c := s.Connect(t, "/mcp")
+	id := request(t, c, askFor("fake", []string{"status"}, []string{"--endpoint-url"}, "use the staging endpoint", ""))
+
+	uiURL := s.stderr.find(`msg="serving the review UI"`, "url=")
+	token, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1100, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, s.Log())
+		}
+	}
+	eval := func(what, js string) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return v
+	}
+	approve := `form.approve[action="/requests/` + id + `/decide"]`
+
+	step("sign in", chromedp.Navigate(uiURL+"?token="+strings.TrimSpace(string(token))), chromedp.WaitVisible(approve))
+	flag := eval("the flag's line", `document.querySelector("ul.flags li").textContent`)
+	if want := "--endpoint-url"; !strings.HasPrefix(flag, want) || !strings.Contains(flag, "! sends-credentials: sends your credentials to the host it names") {
+		t.Errorf("the flag's line does not show its class beside it: %q", flag)
+	}
+	if marked := eval("the mark's colour", `(() => { const m = document.querySelector("ul.flags li strong.danger.grave");
+		return m ? String(getComputedStyle(m).color !== getComputedStyle(document.body).color) : "no mark" })()`); marked != "true" {
+		t.Errorf("the class is not marked in a colour of its own: %s", marked)
+	}
+	if label := eval("the confirmation", `document.querySelector(`+"`"+approve+` label.iknow`+"`"+`).textContent`); !strings.Contains(label, "--endpoint-url (sends-credentials)") {
+		t.Errorf("the confirmation's label does not name the flag and class: %q", label)
+	}
+
+	// The help of fake status does not list --endpoint-url: that box is
+	// ticked each time, so only the missing i-know refuses.
+	step("approve once without i-know", chromedp.Click(approve+` input[name="unlisted_ok"]`),
+		chromedp.Click(approve+` button[value="once"]`), chromedp.WaitVisible(`p.flash`))
+	if flash := eval("the refusal", `document.querySelector("p.flash").textContent`); !strings.Contains(flash, id+" stays pending") ||
+		!strings.Contains(flash, "--endpoint-url (sends-credentials)") || !strings.Contains(flash, `"i-know" typed`) {
+		t.Errorf("the page does not say why it refused: %q", flash)
+	}
+	if st := statusOf(t, c, id); st["status"] != "pending" {
+		t.Fatalf("after a refused grant: %+v", st)
+	}
+
+	step("approve once with i-know", chromedp.WaitVisible(approve), chromedp.Click(approve+` input[name="unlisted_ok"]`),
+		chromedp.SendKeys(approve+` input[name="i_know"]`, "i-know"),
+		chromedp.Click(approve+` button[value="once"]`),
+		chromedp.WaitVisible(chromedp.Search(`//section[contains(@class, "history")]//tr[contains(., "`+id+`")]`)))
+	if flash := eval("the grant", `document.querySelector("p.flash").textContent`); !strings.Contains(flash, "approved "+id+" once (within 24h)") {
+		t.Errorf("the page does not say the grant: %q", flash)
+	}
+	if st := statusOf(t, c, id); st["status"] != "approved" || st["grant"] == nil {
+		t.Errorf("after Approve once with i-know: %+v", st)
+	}
+}

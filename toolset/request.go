@@ -15,6 +15,7 @@ import (
 
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
+	"github.com/wraptool/wraptool/policy/danger"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -376,9 +377,11 @@ func (t *RequestTool) elicitClient(st *State, req *mcp.CallToolRequest) string {
 // subcommand a deny rule covers, an empty subcommand, a flag the help does
 // not list (any flag, where the subcommand's help is unknown; exact calls
 // included), a value too long to be shown whole (one click would allow a
-// tail nobody saw), an exact call no grant could allow, and a capability whose
-// merge would be refused or whose effect cannot be computed: a person must
-// see what one click grants.
+// tail nobody saw), an exact call no grant could allow, a capability whose
+// merge would be refused or whose effect cannot be computed (a person must
+// see what one click grants), and one whose effect has Unconfirmed entries
+// (a flag that can hand the credentials away with no pattern holding its
+// value, or such a subcommand), which only a typed confirmation approves.
 func elicitable(st *State, r requests.Request) (effect []string, why string) {
 	p := st.base()
 	switch {
@@ -402,11 +405,14 @@ func elicitable(st *State, r requests.Request) (effect []string, why string) {
 		}
 	}
 	rec := requests.Record{Tool: r.Tool, Subcommand: r.Subcommand, Flags: r.Flags, Call: r.Call}
+	cli := danger.CLI(r.Tool, binaryOf(p, r.Tool))
 	if r.Call != nil {
 		if err := rec.Grantable(p, st.PolicyHash); err != nil {
 			return nil, err.Error()
 		}
-		return requests.ExactLines(r.Call, ""), ""
+		// An exact grant allows the call's own values, shown whole in
+		// the question: its classes are shown, and one click may decide.
+		return requests.ExactLinesFor(cli, &rec, ""), ""
 	}
 	if st.Preview == nil {
 		return nil, "what approving grants cannot be computed"
@@ -415,7 +421,27 @@ func elicitable(st *State, r requests.Request) (effect []string, why string) {
 	if err != nil {
 		return nil, "a grant would be refused: " + err.Error()
 	}
-	return requests.RuleEffect(st.Helps, &rec, rule).Lines(), ""
+	e := requests.RuleEffectFor(st.Helps, cli, &rec, rule)
+	if unconfirmed := e.Unconfirmed(); len(unconfirmed) > 0 {
+		// A one-click form cannot carry the typed confirmation these
+		// need; the operator decides them with their own tools.
+		return nil, DangerReason + ": " + strings.Join(unconfirmed, ", ")
+	}
+	return e.Lines(), ""
+}
+
+// DangerReason is why a request whose approval could hand the
+// credentials away, with no pattern to hold it, is not put to a client's
+// user (requests.Effect.Unconfirmed lists what, after it).
+const DangerReason = "it can hand your credentials away and approving it needs a typed confirmation"
+
+// binaryOf is tool's binary as p holds it (each of its rules carries it);
+// "" for a tool without rules, which the catalog then knows by its key.
+func binaryOf(p *policy.Policy, tool string) string {
+	if rules := p.ToolRules(tool); len(rules) > 0 {
+		return rules[0].Binary()
+	}
+	return ""
 }
 
 // question is the elicitation's message and form: the client's name first,

@@ -46,9 +46,19 @@ func TestElicitable(t *testing.T) {
 	t.Parallel()
 	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
 		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}, {Subcommand: []string{"log"}}},
-		Deny:  []*policy.DenyRule{{Subcommand: []string{"config"}}}})
-	helps := flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"}}
+		Deny:  []*policy.DenyRule{{Subcommand: []string{"config"}}}},
+		// A tool key the catalog does not know, for a binary it does.
+		policy.Tool{Name: "db", Binary: "/usr/bin/psql", Allow: []*policy.AllowRule{{Subcommand: []string{"query"}}}},
+		policy.Tool{Name: "aws", Binary: "/usr/local/bin/aws", Allow: []*policy.AllowRule{{Subcommand: []string{"s3", "ls"}}}})
+	helps := flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"},
+		"db query": {"-h", "--csv"}, "aws s3 ls": {"--endpoint-url", "--recursive"}}
 	st := &State{Policy: p, Helps: helps, Preview: newRulePreview}
+	// held is a config whose rule holds --endpoint-url's value by a pattern.
+	held := &State{Policy: p, Helps: helps, Preview: func(_ string, sub, flags []string) (*policy.AllowRule, error) {
+		rule, _ := newRulePreview("", sub, flags)
+		rule.FlagConstraints = map[string]*policy.Constraint{"--endpoint-url": {Pattern: `https://s3\.internal\.example\.com`}}
+		return rule, nil
+	}}
 	noHelps := &State{Policy: p, Preview: newRulePreview}
 	noPreview := &State{Policy: p, Helps: helps}
 	refused := &State{Policy: p, Helps: helps, Preview: func(string, []string, []string) (*policy.AllowRule, error) {
@@ -100,6 +110,20 @@ func TestElicitable(t *testing.T) {
 			r.Call.Cwd = "/" + strings.Repeat("a", 199)
 			return r
 		}(), ""},
+		{"a flag that sends the credentials, no pattern holding it", st, requests.Request{Tool: "aws", Subcommand: []string{"s3", "ls"}, Flags: []string{"--recursive", "--endpoint-url"}},
+			DangerReason + ": --endpoint-url (sends-credentials)"},
+		{"the same flag held by the config's pattern", held, requests.Request{Tool: "aws", Subcommand: []string{"s3", "ls"}, Flags: []string{"--endpoint-url"}}, ""},
+		{"a harmless flag of the same tool", st, requests.Request{Tool: "aws", Subcommand: []string{"s3", "ls"}, Flags: []string{"--recursive"}}, ""},
+		{"the catalog knows a tool by its binary", st, requests.Request{Tool: "db", Subcommand: []string{"query"}, Flags: []string{"--csv", "-h"}},
+			DangerReason + ": -h (sends-credentials)"},
+		{"an exact call that sends the credentials: its values are fixed and shown", st, func() requests.Request {
+			command, ok := p.Command(policy.Call{Tool: "aws", Subcommand: []string{"s3", "ls"}, Params: map[string]any{}})
+			if !ok {
+				t.Fatal("no command for aws s3 ls")
+			}
+			return requests.Request{Tool: "aws", Subcommand: []string{"s3", "ls"}, Flags: []string{"--endpoint-url"},
+				Call: &requests.Call{Tool: "aws_s3_ls", Arguments: []byte(`{}`), Command: command}}
+		}(), ""},
 		{"a capability whose effect cannot be computed", noPreview, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
 			"what approving grants cannot be computed"},
 		{"a capability whose grant would be refused", refused, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
@@ -126,8 +150,11 @@ func newRulePreview(_ string, sub, flags []string) (*policy.AllowRule, error) {
 type describedHelps struct{ flagHelps }
 
 func (describedHelps) Flag(tool string, sub []string, flag string) (policy.FlagHelp, bool) {
-	if tool == "git" && strings.Join(sub, " ") == "push" && flag == "--exec" {
+	switch {
+	case tool == "git" && strings.Join(sub, " ") == "push" && flag == "--exec":
 		return policy.FlagHelp{Type: policy.TypeString, Description: "Same as --receive-pack=<git-receive-pack>."}, true
+	case tool == "fetcher" && strings.Join(sub, " ") == "get" && flag == "--output":
+		return policy.FlagHelp{Type: policy.TypeString, Description: "Write to file instead of stdout."}, true
 	}
 	return policy.FlagHelp{}, false
 }
@@ -139,17 +166,23 @@ func (describedHelps) Flag(tool string, sub []string, flag string) (policy.FlagH
 func TestQuestionCarriesTheEffect(t *testing.T) {
 	t.Parallel()
 	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
-		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}}})
+		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}}},
+		policy.Tool{Name: "fetcher", Binary: "/opt/bin/fetcher", Allow: []*policy.AllowRule{{Subcommand: []string{"list"}}}})
 	st := &State{Policy: p, Helps: describedHelps{}, Preview: newRulePreview, PolicyHash: "hash"}
+	// --exec runs a program: a click cannot approve it, so nobody is asked.
 	r := requests.Request{Tool: "git", Subcommand: []string{"push"}, Flags: []string{"--exec"}, Rationale: "push to the mirror"}
+	if _, why := elicitable(st, r); why != DangerReason+": --exec (runs-code)" {
+		t.Errorf("git push --exec: elicitable says %q, want it not asked, naming --exec (runs-code)", why)
+	}
+	r = requests.Request{Tool: "fetcher", Subcommand: []string{"get"}, Flags: []string{"--output"}, Rationale: "save the page"}
 	effect, why := elicitable(st, r)
 	if why != "" {
 		t.Fatalf("not asked: %s", why)
 	}
 	got := question("Desk", r, st.Helps, effect).Message
-	want := "Desk: the assistant asks to run 'git push' with --exec: push to the mirror\n" +
-		"Approving grants git push, as the rule will stand:\n" +
-		"  --exec  takes any value  — Same as --receive-pack=<git-receive-pack>.\n" +
+	want := "Desk: the assistant asks to run 'fetcher get' with --output: save the page\n" +
+		"Approving grants fetcher get, as the rule will stand:\n" +
+		"  --output  takes any value  — Write to file instead of stdout.  ! writes-files: writes a file it names\n" +
 		"  positional arguments: none (positional_max: 0; widen it by hand)\n" +
 		"  plus -h and --help, each run alone"
 	if got != want {
@@ -360,7 +393,7 @@ func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
 	t.Parallel()
 	p := newPolicy(t, policy.Tool{Name: "git", Binary: "/usr/bin/git",
 		Allow: []*policy.AllowRule{{Subcommand: []string{"status"}}, {Subcommand: []string{"log"}}}})
-	helps := flagHelps{"git status": {"--short"}}
+	helps := flagHelps{"git status": {"--short", "--exec-path", "--output"}}
 	for _, tc := range []struct {
 		name  string
 		helps policy.Helps
@@ -371,18 +404,25 @@ func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
 		// learns: the server learns the subcommand's help when asked
 		// (git log's lists --oneline), as the policy holder does.
 		learns bool
+		// shows is in the question asked, when asked.
+		shows string
 	}{
-		{"a flag the help lists is asked about", helps, false, "status", "--short", true, false},
-		{"a prefix of a listed flag is not asked about", helps, false, "status", "--sho", false, false},
-		{"a flag of a subcommand whose help is unknown is not asked about", helps, false, "log", "--oneline", false, false},
-		{"a flag where no help is known at all is not asked about", nil, false, "status", "--short", false, false},
-		{"an exact call whose flag the help lists is asked about", helps, true, "status", "--short", true, false},
-		{"an exact call with a prefix of a listed flag is not asked about", helps, true, "status", "--sho", false, false},
-		{"an exact call with a flag of a subcommand whose help is unknown is not asked about", helps, true, "log", "--oneline", false, false},
-		{"an exact call with a flag where no help is known at all is not asked about", nil, true, "status", "--short", false, false},
-		{"a flag of a subcommand whose help is learned first is asked about", helps, false, "log", "--oneline", true, true},
-		{"an exact call whose subcommand's help is learned first is asked about", helps, true, "log", "--oneline", true, true},
-		{"a flag the learned help does not list is not asked about", helps, false, "log", "--onel", false, true},
+		{"a flag the help lists is asked about", helps, false, "status", "--short", true, false, ""},
+		{"a prefix of a listed flag is not asked about", helps, false, "status", "--sho", false, false, ""},
+		{"a flag of a subcommand whose help is unknown is not asked about", helps, false, "log", "--oneline", false, false, ""},
+		{"a flag where no help is known at all is not asked about", nil, false, "status", "--short", false, false, ""},
+		{"an exact call whose flag the help lists is asked about", helps, true, "status", "--short", true, false, ""},
+		{"an exact call with a prefix of a listed flag is not asked about", helps, true, "status", "--sho", false, false, ""},
+		{"an exact call with a flag of a subcommand whose help is unknown is not asked about", helps, true, "log", "--oneline", false, false, ""},
+		{"an exact call with a flag where no help is known at all is not asked about", nil, true, "status", "--short", false, false, ""},
+		{"a flag of a subcommand whose help is learned first is asked about", helps, false, "log", "--oneline", true, true, ""},
+		{"an exact call whose subcommand's help is learned first is asked about", helps, true, "log", "--oneline", true, true, ""},
+		{"a flag the learned help does not list is not asked about", helps, false, "log", "--onel", false, true, ""},
+		{"a flag that runs a program, with no pattern on its value, is not asked about", helps, false, "status", "--exec-path", false, false, ""},
+		{"a flag that writes a file is asked about, its class shown", helps, false, "status", "--output", true, false,
+			"  --output  takes any value  ! writes-files: writes a file it names"},
+		{"an exact call with a flag that runs a program is asked about, its class shown", helps, true, "status", "--exec-path", true, false,
+			"  ! --exec-path: runs-code: runs a program it names, with your credentials"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -475,6 +515,9 @@ func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
 			want := map[bool]string{true: requests.StatusDenied, false: requests.StatusPending}[tc.asked]
 			if (n == 1) != tc.asked || n > 1 || recs[0].Status != want {
 				t.Errorf("asked %d times (%q), request %s; want asked %v, %s", n, asked, recs[0].Status, tc.asked, want)
+			}
+			if tc.shows != "" && (n != 1 || !slices.Contains(strings.Split(asked[0], "\n"), tc.shows)) {
+				t.Errorf("asked %q, want a line %q", asked, tc.shows)
 			}
 		})
 	}

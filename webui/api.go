@@ -93,7 +93,9 @@ func splitIDPath(rest string) (id, action string, ok bool) {
 }
 
 // apiList answers GET /api/requests?status=…: the folded records with
-// that status (pending by default), as `requests list --json` prints them.
+// that status (pending by default), as `requests list --json` prints them,
+// each with "danger": what the catalog says of its subcommand and flags
+// under the config in service.
 func (u *UI) apiList(w http.ResponseWriter, r *http.Request, s site) {
 	status := r.URL.Query().Get("status")
 	switch status {
@@ -110,10 +112,11 @@ func (u *UI) apiList(w http.ResponseWriter, r *http.Request, s site) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	shown := []*requests.Record{}
+	shown := []listedRequest{}
+	x := newEffects(s)
 	for _, rec := range recs {
 		if status == "all" || rec.Status == status {
-			shown = append(shown, rec)
+			shown = append(shown, listedRequest{Record: rec, Danger: dangerOf(rec, x.of(rec))})
 		}
 	}
 	writeJSON(w, http.StatusOK, shown)
@@ -127,6 +130,10 @@ type approveBody struct {
 	UnlistedOK bool   `json:"unlisted_ok"`
 	Once       bool   `json:"once"`
 	For        string `json:"for"`
+	// IKnow confirms a grant or an apply of a request whose flags or
+	// subcommand can hand the credentials away with no pattern holding
+	// them; without it such an approval is a 422.
+	IKnow bool `json:"i_know"`
 }
 
 func (u *UI) apiApprove(w http.ResponseWriter, r *http.Request, s site, id string) {
@@ -140,7 +147,7 @@ func (u *UI) apiApprove(w http.ResponseWriter, r *http.Request, s site, id strin
 		writeError(w, statusOf(err), err.Error())
 		return
 	}
-	out, err := u.approve(r.Context(), s, id, approval{apply: b.Apply, unlistedOK: b.UnlistedOK, grant: term})
+	out, err := u.approve(r.Context(), s, id, approval{apply: b.Apply, unlistedOK: b.UnlistedOK, grant: term, iKnow: b.IKnow})
 	if err != nil {
 		writeError(w, statusOf(err), err.Error())
 		return

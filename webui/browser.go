@@ -28,7 +28,8 @@ var staticFS embed.FS
 var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, page := range []string{"login", "review", "preview", "notice"} {
-		out[page] = template.Must(template.ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
+		out[page] = template.Must(template.New("").Funcs(template.FuncMap{"dangerText": requests.DangerText}).
+			ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
 	}
 	return out
 }()
@@ -233,6 +234,7 @@ func (u *UI) signedPost(w http.ResponseWriter, r *http.Request, s site, next fun
 // Deny).
 func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sessionRef, id string) {
 	unlistedOK := r.PostFormValue("unlisted_ok") != ""
+	iKnow := formIKnow(r)
 	var f flash
 	switch r.PostFormValue("action") {
 	case "approve":
@@ -241,14 +243,10 @@ func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sess
 			" (nothing is allowed until a rule exists: Apply to config writes it, once / 1 hour / 8 hours grant it now)")
 	case "once", "1h", "8h":
 		term := formGrants[r.PostFormValue("action")]
-		out, err := u.approve(r.Context(), s, id, approval{unlistedOK: unlistedOK, grant: &term})
+		out, err := u.approve(r.Context(), s, id, approval{unlistedOK: unlistedOK, grant: &term, iKnow: iKnow, confirmWith: formIKnowOption})
 		f = result(err, "approved "+requests.Token(id)+" "+out.granted+"; the config is not changed")
 	case "apply":
-		to := requestPath(id, "apply")
-		if unlistedOK {
-			to += "?unlisted_ok=1"
-		}
-		http.Redirect(w, r, to, http.StatusSeeOther)
+		http.Redirect(w, r, applyPreviewPath(id, unlistedOK, iKnow), http.StatusSeeOther)
 		return
 	case "deny":
 		_, err := u.deny(r.Context(), s, id, r.PostFormValue("reason"))
@@ -259,6 +257,30 @@ func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sess
 	}
 	u.sessions.setFlash(ref, f)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// formIKnow reports whether the form's i_know field holds IKnow, as
+// typed (surrounding blanks aside): a checkbox or a default value would
+// let one click confirm.
+func formIKnow(r *http.Request) bool {
+	return strings.TrimSpace(r.PostFormValue("i_know")) == IKnow
+}
+
+// applyPreviewPath is the apply preview of request id, carrying what the
+// operator already confirmed on the review page (unlisted_ok, i_know), so
+// the preview's Confirm apply form holds it too.
+func applyPreviewPath(id string, unlistedOK, iKnow bool) string {
+	q := url.Values{}
+	if unlistedOK {
+		q.Set("unlisted_ok", "1")
+	}
+	if iKnow {
+		q.Set("i_know", IKnow)
+	}
+	if len(q) == 0 {
+		return requestPath(id, "apply")
+	}
+	return requestPath(id, "apply") + "?" + q.Encode()
 }
 
 // result is the flash for a decision: ok, or the refusal's own words.
@@ -303,8 +325,10 @@ func (u *UI) previewPage(w http.ResponseWriter, r *http.Request, s site, id stri
 	}
 	u.learnHelps(r.Context(), &s, []*requests.Record{rec}, learnWait)
 	v := viewRequest(s, rec, u.now())
+	v.addDanger(rec, newEffects(s).of(rec))
 	d := pageData{Title: "Apply " + v.IDText, SignedIn: true, CSRF: ref.csrf, Pending: pending, Counted: true,
 		Flash: u.sessions.takeFlash(ref), Req: &v, Preview: preview(s, rec, r.URL.Query().Get("unlisted_ok") != "")}
+	d.Preview.IKnow = r.URL.Query().Get("i_know") == IKnow
 	u.render(w, http.StatusOK, "preview", d)
 }
 
@@ -313,10 +337,8 @@ func (u *UI) previewPage(w http.ResponseWriter, r *http.Request, s site, id stri
 // new preview instead.
 func (u *UI) confirmApply(w http.ResponseWriter, r *http.Request, s site, ref sessionRef, id string) {
 	unlistedOK := r.PostFormValue("unlisted_ok") != ""
-	back := requestPath(id, "apply")
-	if unlistedOK {
-		back += "?unlisted_ok=1"
-	}
+	iKnow := formIKnow(r)
+	back := applyPreviewPath(id, unlistedOK, iKnow)
 	rec, err := u.pending(s, id)
 	if err != nil {
 		u.sessions.setFlash(ref, result(err, ""))
@@ -330,7 +352,7 @@ func (u *UI) confirmApply(w http.ResponseWriter, r *http.Request, s site, ref se
 		return
 	}
 	// A refused plan is refused again by the apply, in its own words.
-	out, err := u.approve(r.Context(), s, id, approval{apply: true, unlistedOK: unlistedOK})
+	out, err := u.approve(r.Context(), s, id, approval{apply: true, unlistedOK: unlistedOK, iKnow: iKnow, confirmWith: formIKnowOption})
 	f := result(err, "")
 	if err == nil {
 		f.Text = "approved " + requests.Token(id) + " and applied: " + oneLine(out.applied)

@@ -89,6 +89,12 @@ type approval struct {
 	// grant makes the approval temporary; nil for a plain approval or an
 	// apply, which it never combines with.
 	grant *requests.Term
+	// iKnow confirms a grant or an apply of what can hand the credentials
+	// away with no pattern holding it (requests.Effect.Unconfirmed);
+	// confirmWith is how a refusal names that confirmation ("" names the
+	// API's i_know).
+	iKnow       bool
+	confirmWith string
 }
 
 // approved is a recorded approval.
@@ -101,8 +107,10 @@ type approved struct {
 // approve approves request id as `wraptool requests approve` does: a
 // request for no subcommand only where the tool has a bare rule, flags the
 // help does not list (any flag, where that help is unknown) only with
-// unlistedOK, and with apply the config is merged first and the decision
-// recorded only once the merge is written.
+// unlistedOK, a grant or an apply of what can hand the credentials away
+// with no pattern holding it only with iKnow (dangerRefusal), and with
+// apply the config is merged first and the decision recorded only once the
+// merge is written.
 // A refused apply leaves the config untouched and the request pending.
 // With a grant the config is never touched: the decision carries the grant,
 // refused (422, the request stays pending) where --once or --for would be
@@ -135,6 +143,10 @@ func (u *UI) approve(ctx context.Context, s site, id string, a approval) (approv
 	}
 	if unl, l := requests.Unlisted(s.Helps, r.Tool, r.Subcommand, r.Flags); len(unl) > 0 && !a.unlistedOK {
 		return approved{}, &refusal{http.StatusUnprocessableEntity, requests.UnlistedRefusal(id, r.Tool, r.Subcommand, unl, l, "unlisted_ok")}
+	}
+	if err := dangerRefusal(s, r, a); err != nil {
+		u.log.Warn("approval needs a typed confirmation", "id", id, "err", err)
+		return approved{}, err
 	}
 	var out approved
 	if a.apply {

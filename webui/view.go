@@ -73,6 +73,18 @@ type requestView struct {
 	Unlisted   bool   // some flag carries a NOT IN or HELP UNKNOWN mark: offer unlisted_ok
 	AnyNote    string // why a request for no subcommand cannot be approved; "" when it can
 
+	// Pending requests only (addDanger): what the catalog says the
+	// subcommand does by itself (requests.DangerText; "" for nothing) and
+	// whether that is grave; Unconfirmed lists, joined, what a grant or an
+	// apply hands away with no pattern holding it (requests.Effect.
+	// Unconfirmed), so those forms ask for i-know typed; ConfirmGrants says
+	// the grant buttons need it too (not for an exact call, whose grant
+	// allows only its own values, shown above).
+	SubDanger     string
+	SubGrave      bool
+	Unconfirmed   string
+	ConfirmGrants bool
+
 	// An exact-call request: a grant allows exactly this command, escaped as
 	// the CLI shows it, in this directory.
 	Exact   bool
@@ -101,6 +113,13 @@ type flagView struct {
 	Flag string
 	Mark string
 	Help string
+	// Danger is what the catalog says the flag can do with the
+	// credentials (requests.DangerText; "" for nothing); Grave marks a
+	// class that asks for a typed confirmation, Held a value a pattern
+	// holds.
+	Danger string
+	Grave  bool
+	Held   bool
 }
 
 // toolView is one tool of the policy overview.
@@ -138,6 +157,9 @@ type previewView struct {
 	Effect     requests.Effect // the rule as it will stand
 	Plan       string          // identifies Before and After, so Confirm applies what was shown
 	UnlistedOK bool
+	// IKnow fills the confirmation field with what the operator typed on
+	// the review page.
+	IKnow      bool
 	ConfirmURL string
 }
 
@@ -197,9 +219,29 @@ func viewRequest(s site, r *requests.Record, now time.Time) requestView {
 	return v
 }
 
+// addDanger adds to v, the view of r, what the catalog says of its
+// subcommand and each requested flag, from e (the effect of approving it).
+func (v *requestView) addDanger(r *requests.Record, e requests.Effect) {
+	if len(e.Danger) > 0 {
+		v.SubDanger, v.SubGrave = requests.DangerText(e.Danger), e.Danger.Grave()
+	}
+	for i := range v.Flags {
+		j := slices.IndexFunc(e.Flags, func(ef requests.EffectFlag) bool { return ef.Requested && ef.Flag == v.Flags[i].Flag })
+		if j < 0 || len(e.Flags[j].Danger) == 0 {
+			continue
+		}
+		v.Flags[i].Danger, v.Flags[i].Grave, v.Flags[i].Held = requests.DangerText(e.Flags[j].Danger), e.Flags[j].Danger.Grave(), e.Flags[j].Held
+	}
+	if unc := e.Unconfirmed(); len(unc) > 0 {
+		v.Unconfirmed = strings.Join(unc, ", ")
+		v.ConfirmGrants = r.Call == nil
+	}
+}
+
 // reviewData fills the review page from the folded log and the policy.
 func reviewData(s site, recs []*requests.Record, now time.Time) pageData {
 	d := pageData{Counted: true}
+	x := newEffects(s)
 	var decided []*requests.Record
 	for _, r := range recs {
 		if r.Status != requests.StatusPending {
@@ -208,7 +250,9 @@ func reviewData(s site, recs []*requests.Record, now time.Time) pageData {
 		}
 		d.Pending++
 		if len(d.Requests) < maxPendingShown {
-			d.Requests = append(d.Requests, viewRequest(s, r, now))
+			v := viewRequest(s, r, now)
+			v.addDanger(r, x.of(r))
+			d.Requests = append(d.Requests, v)
 		}
 	}
 	d.MorePending = d.Pending - len(d.Requests)
@@ -335,7 +379,7 @@ func preview(s site, r *requests.Record, unlistedOK bool) *previewView {
 	pv.Changed = p.Applied.Changed()
 	pv.Diff = unifiedDiff(filepath.Base(s.ConfigPath), p.Before, p.After)
 	pv.Plan = planID(p)
-	pv.Effect = requests.RuleEffect(s.Helps, r, p.Rule)
+	pv.Effect = requests.RuleEffectFor(s.Helps, catalogCLI(s.Policy, r.Tool), r, p.Rule)
 	return pv
 }
 

@@ -135,6 +135,15 @@ func UnlistedRefusal(id, tool string, sub, unlisted []string, l policy.Listing, 
 		option + " if you are sure"
 }
 
+// DangerRefusal is why granting or applying request id is refused until
+// the operator confirms with option ("--i-know", "i_know"): what it hands
+// the assistant with nothing to hold it (Effect.Unconfirmed's display
+// strings, each flag with its classes).
+func DangerRefusal(id string, unconfirmed []string, option string) string {
+	return "not approved, " + Token(id) + " stays pending: it allows what can hand your credentials away, and no pattern holds it: " +
+		strings.Join(unconfirmed, ", ") + "; approve with " + option + " if you mean it"
+}
+
 // UnlistedWarning is the warning every way of approving unlisted flags
 // gives: the flags (Unlisted), marked, and why a flag the help does not
 // list may be another flag.

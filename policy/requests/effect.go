@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/danger"
 )
 
 // Effect is what approving a capability request grants: the allow rule as
@@ -21,6 +22,11 @@ type Effect struct {
 	// Positional says how many positional arguments the rule takes;
 	// Patterns lists their patterns ("" when none).
 	Positional, Patterns string
+	// Danger is what the catalog (policy/danger) says running the
+	// subcommand does by itself, whatever its flags (gh auth token prints
+	// the token); none for most subcommands. It comes from the catalog
+	// alone, never from what the request says.
+	Danger danger.Classes
 }
 
 // EffectFlag is one flag of the rule as it will stand.
@@ -40,6 +46,19 @@ type EffectFlag struct {
 	// Mark is the mark of a requested flag the help does not list (Mark);
 	// "" when listed or not requested.
 	Mark string
+	// Danger is what the catalog (policy/danger) says the flag can do
+	// with the operator's credentials (sends-credentials, runs-code, …);
+	// none when it says nothing. It is looked up by the flag's own bytes,
+	// so a flag spelled with control or bidirectional characters matches
+	// only what the catalog's names match, and the class shown is the
+	// catalog's word, never the request's.
+	Danger danger.Classes
+	// Held says a flag_constraints pattern holds the flag's value, so the
+	// value can only be what the operator's pattern admits.
+	Held bool
+	// Requested says the request names the flag: approving it is what
+	// allows it (the others are in the rule already).
+	Requested bool
 }
 
 // UnprovenKind is the effect's word for a short flag whose value-taking
@@ -52,16 +71,28 @@ const (
 
 // RuleEffect computes the effect of approving r, whose capability merges
 // into rule (the rule as it will stand, help flags not seeded). h is what
-// the tools' help says.
+// the tools' help says. The catalog's CLI is named by the tool key alone
+// (danger.CLI(r.Tool, "")); a caller who knows the tool's binary uses
+// RuleEffectFor, so tools.mygit with binary /usr/bin/git reads as git.
 func RuleEffect(h policy.Helps, r *Record, rule *policy.AllowRule) Effect {
+	return RuleEffectFor(h, danger.CLI(r.Tool, ""), r, rule)
+}
+
+// RuleEffectFor is RuleEffect with the catalog's CLI named by the caller
+// (danger.CLI of the tool key and its binary): each flag and the
+// subcommand carry what the catalog says they can do.
+func RuleEffectFor(h policy.Helps, cli string, r *Record, rule *policy.AllowRule) Effect {
 	e := Effect{Command: strings.TrimSpace(Token(r.Tool) + " " + Subcommand(r.Subcommand))}
+	if len(r.Subcommand) > 0 {
+		e.Danger = danger.Subcommand(cli, r.Subcommand)
+	}
 	requested := map[string]bool{}
 	for _, f := range r.Flags {
 		requested[f] = true
 	}
 	for _, f := range rule.Flags {
-		l := EffectFlag{Flag: Token(f)}
 		c := rule.FlagConstraints[f]
+		l := EffectFlag{Flag: Token(f), Danger: danger.Flag(cli, r.Subcommand, f), Held: c != nil && c.Pattern != "", Requested: requested[f]}
 		typ, proven := policy.TypeOf(c, h, r.Tool, r.Subcommand, f)
 		switch {
 		case typ == policy.TypeBoolean:
@@ -106,6 +137,9 @@ func RuleEffect(h policy.Helps, r *Record, rule *policy.AllowRule) Effect {
 // flag, each indented by two spaces, after a heading.
 func (e Effect) Lines() []string {
 	lines := []string{"Approving grants " + e.Command + ", as the rule will stand:"}
+	if len(e.Danger) > 0 {
+		lines = append(lines, "  ! the subcommand itself: "+DangerText(e.Danger))
+	}
 	for _, f := range e.Flags {
 		l := "  " + f.Flag + "  " + f.Kind
 		if f.Help != "" {
@@ -113,6 +147,12 @@ func (e Effect) Lines() []string {
 		}
 		if f.Mark != "" {
 			l += "  " + f.Mark
+		}
+		if len(f.Danger) > 0 {
+			l += "  ! " + DangerText(f.Danger)
+			if f.Held {
+				l += " " + HeldNote
+			}
 		}
 		lines = append(lines, l)
 	}
@@ -126,10 +166,61 @@ func (e Effect) Lines() []string {
 	return append(lines, "  plus -h and --help, each run alone")
 }
 
+// HeldNote follows the classes of a flag whose value a pattern holds.
+const HeldNote = "(its pattern holds the value)"
+
+// DangerText renders classes for an operator, each name with its effect:
+// "sends-credentials: sends your credentials to the host it names", two
+// classes joined by "; ". Every word is the catalog's.
+func DangerText(cs danger.Classes) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = string(c) + ": " + c.Effect()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unconfirmed lists what approving the effect hands to the assistant with
+// nothing to hold it: the subcommand when it is grave by itself (nothing
+// can constrain gh auth token), then each flag the request names that is
+// grave (danger.Class.Grave) and whose value no pattern holds, as display
+// strings ("--endpoint-url (sends-credentials)"). Flags already in the
+// rule are the operator's own choice and are not listed. Approving any of
+// them by a grant or an apply needs a typed confirmation (DangerRefusal);
+// recording the approval alone allows nothing and needs none.
+func (e Effect) Unconfirmed() []string {
+	var out []string
+	if e.Danger.Grave() {
+		out = append(out, "the subcommand "+e.Command+" itself ("+e.Danger.String()+")")
+	}
+	for _, f := range e.Flags {
+		if f.Requested && !f.Held && f.Danger.Grave() {
+			out = append(out, f.Flag+" ("+f.Danger.String()+")")
+		}
+	}
+	return out
+}
+
 // ExactLines renders what granting an exact-call request allows, as
 // `requests approve` prints it: exactly its command, in its directory, and
-// the flags the help does not list (unlisted, "" when none).
+// the flags the help does not list (unlisted, "" when none). It knows no
+// catalog classes; ExactLinesFor adds them.
 func ExactLines(c *Call, unlisted string) []string {
+	return exactLines(c, unlisted, nil)
+}
+
+// ExactLinesFor is ExactLines for exact-call request r with what the
+// catalog says of its subcommand and of each flag the call gives (cli as
+// for RuleEffectFor), one line each. The classes are shown but ask for no
+// typed confirmation: an exact grant allows the call's own values, fixed
+// and shown whole in the command line, and nothing else, so the operator
+// sees the host or program it names before deciding.
+func ExactLinesFor(cli string, r *Record, unlisted string) []string {
+	return exactLines(r.Call, unlisted, danger.Explain(cli, r.Subcommand, r.Flags))
+}
+
+// exactLines renders an exact call with the catalog's findings touches.
+func exactLines(c *Call, unlisted string, touches []danger.Touch) []string {
 	lines := []string{
 		"Approving allows exactly this call (" + Token(c.Tool) + "), and nothing like it:",
 		"  command: " + Command(c.Command),
@@ -137,6 +228,13 @@ func ExactLines(c *Call, unlisted string) []string {
 	}
 	if unlisted != "" {
 		lines = append(lines, "  flags the help does not list: "+unlisted)
+	}
+	for _, t := range touches {
+		what := "the subcommand itself"
+		if t.Flag != "" {
+			what = Token(t.Flag)
+		}
+		lines = append(lines, "  ! "+what+": "+DangerText(t.Classes))
 	}
 	return lines
 }
