@@ -18,6 +18,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/config/edit"
+	"github.com/wraptool/wraptool/policy/danger"
 	"github.com/wraptool/wraptool/toolset/runner"
 )
 
@@ -33,7 +34,7 @@ const (
 // nothing; then the tool's help is read and the tool written with its
 // catalog as comments. A config scaffolded for the run is removed again
 // when the run is refused.
-func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err error) {
+func (a *app) addTool(ctx context.Context, args []string, binaryArg, presetArg string) (err error) {
 	if len(args) != 1 {
 		return usageErrorf("config add takes one TOOL, got %d arguments", len(args))
 	}
@@ -78,6 +79,9 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err
 		return err
 	}
 	nt := config.NewTool{Name: name, Binary: binary}
+	if presetArg != "" {
+		return a.addPreset(path, data, nt, presetArg)
+	}
 	if _, _, err := config.PlanAddTool(path, data, nt, a.configOptions()); err != nil {
 		return err
 	}
@@ -114,6 +118,37 @@ func (a *app) addTool(ctx context.Context, args []string, binaryArg string) (err
 	}
 	_, err = fmt.Fprintf(a.stdout, "added tool %s (%s): %s\n", name, binary, listed)
 	return err
+}
+
+// addPreset writes nt with the reviewed preset named presetArg for its
+// CLI (the binary's, else the key's), and runs nothing: the preset's rules
+// say every value's type, so no help is needed to serve them.
+func (a *app) addPreset(path string, data []byte, nt config.NewTool, presetArg string) error {
+	cli := danger.CLI(nt.Name, nt.Binary)
+	p, err := config.LookupPreset(cli, presetArg)
+	if err != nil {
+		return usageErrorf("config add --preset: %v", err)
+	}
+	nt.Preset = &p
+	if _, _, err := config.PlanAddTool(path, data, nt, a.configOptions()); err != nil {
+		return err
+	}
+	n, err := edit.AddTool(path, nt, a.configOptions())
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "added tool %s (%s): preset %s for %s, %d allow rules: %s\n",
+		nt.Name, nt.Binary, p.Name, p.CLI, n, p.Summary)
+	return err
+}
+
+// presetNames lists the presets as --preset's help names them.
+func presetNames() string {
+	var names []string
+	for _, p := range config.Presets() {
+		names = append(names, p.CLI+" "+p.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // catalogRules turns what Explore found into the rules written as

@@ -29,25 +29,30 @@ func (a *app) configCommand() *ff.Command {
 			return a.validate(ctx, rest)
 		},
 	}
-	var binaryArg string
+	var binaryArg, presetArg string
 	addFlags := ff.NewFlagSet("add").SetParent(a.flags)
 	stringFlag(addFlags, &binaryArg, "binary", "", "PATH", "the executable to wrap (else TOOL looked up on PATH)")
+	stringFlag(addFlags, &presetArg, "preset", "", "NAME", "write the reviewed rule set NAME (read, push-to-branch) instead of the catalog")
 	add := &ff.Command{
 		Name:      "add",
-		Usage:     "wraptool config add TOOL [--binary PATH]",
-		ShortHelp: "add a tool with no rules and its catalog as comments",
+		Usage:     "wraptool config add TOOL [--binary PATH] [--preset NAME]",
+		ShortHelp: "add a tool with no rules and its catalog as comments, or a reviewed preset",
 		LongHelp: "Adds tools.TOOL with its binary and no allow rules, so nothing new is exposed.\n" +
 			"Its subcommands, read from its help (at most 100 help runs), are written under\n" +
-			"allow: as commented-out rules: uncomment one to allow that subcommand alone.\n" +
-			"Without --binary, TOOL is looked up on PATH and every candidate is listed.\n\n" +
-			"Example:\n  wraptool config add gh --binary /usr/bin/gh",
+			"allow: as commented-out rules: uncomment one to allow that subcommand alone;\n" +
+			"a flag that can hand your credentials away is marked careful:.\n" +
+			"Without --binary, TOOL is looked up on PATH and every candidate is listed.\n" +
+			"--preset NAME writes a reviewed rule set instead, and runs nothing: every\n" +
+			"positional and value held by a pattern, the subcommands that print\n" +
+			"credentials denied. Presets: " + presetNames() + ".\n\n" +
+			"Example:\n  wraptool config add gh --binary /usr/bin/gh --preset read",
 		Flags: addFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			rest, err := interspersed(addFlags, args)
 			if err != nil {
 				return err
 			}
-			return a.addTool(ctx, rest, binaryArg)
+			return a.addTool(ctx, rest, binaryArg, presetArg)
 		},
 	}
 	return &ff.Command{

@@ -57,6 +57,10 @@ type prompter struct {
 	// hasUnlisted says cur has flags its help does not list, so its
 	// prompt offers the word unlisted instead of o, h and apply.
 	hasUnlisted bool
+	// hasGrave says approving cur hands the assistant what can send the
+	// credentials away with no pattern holding it; iKnow that the operator
+	// typed i-know for it, which every approval of cur then carries.
+	hasGrave, iKnow bool
 }
 
 func newPrompter(out, errs io.Writer, d decider, now func() time.Time) *prompter {
@@ -100,6 +104,7 @@ func (p *prompter) next(ctx context.Context) {
 	}
 	p.decider.show(ctx, p.cur)
 	p.hasUnlisted = p.decider.unlisted(ctx, p.cur) != ""
+	p.hasGrave, p.iKnow = p.decider.grave(ctx, p.cur) != "", false
 	p.show()
 }
 
@@ -117,6 +122,9 @@ func (p *prompter) prompt() {
 }
 
 func (p *prompter) promptLine() string {
+	if p.hasGrave && !p.iKnow {
+		return promptGraveKeys + " "
+	}
 	if p.hasUnlisted {
 		return promptUnlistedKeys + " "
 	}
@@ -237,10 +245,14 @@ func (p *prompter) key(ctx context.Context, b byte) {
 	switch {
 	case b == 'o':
 		fmt.Fprintln(p.out, "o")
-		p.decide(ctx, func(ctx context.Context) error { return p.decider.approve(ctx, p.cur, approval{grant: watchOnce}) })
+		p.decide(ctx, func(ctx context.Context) error {
+			return p.decider.approve(ctx, p.cur, approval{grant: watchOnce, iKnow: p.iKnow})
+		})
 	case b == 'h':
 		fmt.Fprintln(p.out, "h")
-		p.decide(ctx, func(ctx context.Context) error { return p.decider.approve(ctx, p.cur, approval{grant: watchHour}) })
+		p.decide(ctx, func(ctx context.Context) error {
+			return p.decider.approve(ctx, p.cur, approval{grant: watchHour, iKnow: p.iKnow})
+		})
 	case b == 'd':
 		fmt.Fprintln(p.out, "d")
 		p.mode, p.buf = modeReason, nil
@@ -266,6 +278,10 @@ func (p *prompter) word(ctx context.Context, b byte) {
 			p.acceptUnlisted(ctx)
 			return
 		}
+		if w == "i-know" {
+			p.confirmGrave(ctx)
+			return
+		}
 		if w != "apply" {
 			fmt.Fprintf(p.out, "%q is not an answer: press o, h, d or s, or type apply and Enter\n", w)
 			p.prompt()
@@ -277,7 +293,9 @@ func (p *prompter) word(ctx context.Context, b byte) {
 			p.prompt()
 			return
 		}
-		p.decide(ctx, func(ctx context.Context) error { return p.decider.approve(ctx, p.cur, approval{apply: true}) })
+		p.decide(ctx, func(ctx context.Context) error {
+			return p.decider.approve(ctx, p.cur, approval{apply: true, iKnow: p.iKnow})
+		})
 	case b == keyBackspace || b == keyDelete:
 		p.buf = p.buf[:len(p.buf)-1]
 		fmt.Fprint(p.out, "\b \b")
@@ -311,6 +329,22 @@ func (p *prompter) acceptUnlisted(ctx context.Context) {
 	p.ignoreUntil = p.now().Add(p.guard)
 }
 
+// confirmGrave follows the word i-know: it prints what the operator
+// confirms, then asks again with a first second of its own; every
+// approval of the request then carries the confirmation.
+func (p *prompter) confirmGrave(ctx context.Context) {
+	warning := p.decider.grave(ctx, p.cur)
+	if warning == "" {
+		fmt.Fprintf(p.out, "nothing %s allows needs i-know\n", requests.Token(p.cur.ID))
+		p.hasGrave = false
+		p.prompt()
+		return
+	}
+	fmt.Fprintf(p.out, "confirmed: %s\n", safeText(warning))
+	p.iKnow = true
+	p.show()
+}
+
 // unlistedKey handles a key once unlisted flags were accepted: o or h
 // approves with them (as --unlisted-ok --once or --for 1h); other keys do
 // nothing, Esc goes back.
@@ -326,7 +360,7 @@ func (p *prompter) unlistedKey(ctx context.Context, b byte) {
 	}
 	fmt.Fprintf(p.out, "%c\n", b)
 	p.decide(ctx, func(ctx context.Context) error {
-		return p.decider.approve(ctx, p.cur, approval{grant: term, unlistedOK: true})
+		return p.decider.approve(ctx, p.cur, approval{grant: term, unlistedOK: true, iKnow: p.iKnow})
 	})
 }
 
@@ -363,7 +397,9 @@ func (p *prompter) decide(ctx context.Context, fn func(context.Context) error) {
 	case err == nil:
 		p.cur = nil
 	case errors.Is(err, errShowAgain):
+		// What was confirmed was the effect shown before.
 		p.hasUnlisted = p.decider.unlisted(ctx, p.cur) != ""
+		p.hasGrave, p.iKnow = p.decider.grave(ctx, p.cur) != "", false
 		p.show()
 	case errors.Is(err, requests.ErrDecided), errors.Is(err, requests.ErrUnknownID):
 		fmt.Fprintf(p.out, "%s; moving on\n", safeText(err.Error()))

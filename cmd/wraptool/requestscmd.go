@@ -19,6 +19,7 @@ import (
 	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/config/edit"
+	"github.com/wraptool/wraptool/policy/danger"
 	"github.com/wraptool/wraptool/policy/requests"
 )
 
@@ -35,6 +36,7 @@ func (a *app) requestsCommand() *ff.Command {
 		wide       bool
 		apply, yes bool
 		unlistedOK bool
+		iKnow      bool
 		once       bool
 		forArg     string
 		reason     string
@@ -47,6 +49,7 @@ func (a *app) requestsCommand() *ff.Command {
 	approveFlags.BoolVar(&apply, 0, "apply", "also merge the capability into the config (it hot-reloads)")
 	approveFlags.BoolVar(&yes, 0, "yes", "do not ask for confirmation")
 	approveFlags.BoolVar(&unlistedOK, 0, "unlisted-ok", "approve flags the subcommand's help does not list, spelled exactly")
+	approveFlags.BoolVar(&iKnow, 0, "i-know", "grant or apply a flag or subcommand that can hand your credentials away with no pattern holding it (--yes is not enough)")
 	approveFlags.BoolVar(&once, 0, "once", "allow one call, within 24h, without changing the config")
 	stringFlag(approveFlags, &forArg, "for", "", "DURATION", "allow calls for this long (a Go duration, at most 168h), without changing the config")
 	denyFlags := ff.NewFlagSet("deny").SetParent(a.flags)
@@ -73,14 +76,17 @@ func (a *app) requestsCommand() *ff.Command {
 		},
 	}
 	approve := &ff.Command{
-		Name: "approve", Usage: "wraptool requests approve ID [--apply | --once | --for DURATION] [--yes] [--unlisted-ok]",
+		Name: "approve", Usage: "wraptool requests approve ID [--apply | --once | --for DURATION] [--yes] [--unlisted-ok] [--i-know]",
 		ShortHelp: "approve a request: by hand, merged into the config (--apply), or for now (--once, --for)",
 		LongHelp: "Prints the rule as it will stand (every flag with its help line, the positional limit; or,\n" +
 			"for an exact-call request, the exact command), asks approve? [y/N] when stdin is a terminal\n" +
 			"(unless --yes), then records the decision. Without --apply, --once or --for that is all it\n" +
 			"does: nothing is allowed until a rule exists. --apply writes the rule into the config; --once\n" +
 			"and --for grant the capability (or the exact call) now, through the request log, without\n" +
-			"touching the config. Flags may come before or after the ID.\n\n" +
+			"touching the config. A grant or an apply of a flag that sends your credentials, runs\n" +
+			"code or prints credentials with no pattern holding its value (or of a subcommand that\n" +
+			"prints credentials) needs i-know typed at the prompt, or --i-know: --yes is not enough.\n" +
+			"Flags may come before or after the ID.\n\n" +
 			"Example:\n  wraptool requests approve req_1a2b3c4d --for 1h",
 		Flags: approveFlags,
 		Exec: func(ctx context.Context, args []string) error {
@@ -92,7 +98,7 @@ func (a *app) requestsCommand() *ff.Command {
 			if err != nil {
 				return err
 			}
-			return a.approve(ctx, id, approval{apply: apply, yes: yes, unlistedOK: unlistedOK, grant: g})
+			return a.approve(ctx, id, approval{apply: apply, yes: yes, unlistedOK: unlistedOK, iKnow: iKnow, grant: g})
 		},
 	}
 	deny := &ff.Command{
@@ -323,6 +329,9 @@ func (o *operator) unlistedText(r *requests.Record) string {
 // approval is what `requests approve` was asked to do.
 type approval struct {
 	apply, yes, unlistedOK bool
+	// iKnow confirms a grant or an apply of what can hand the credentials
+	// away with nothing holding it (requests.Effect.Unconfirmed).
+	iKnow bool
 	// grant is a temporary grant's terms; nil for a plain approval or
 	// --apply.
 	grant *requests.Term
@@ -378,7 +387,19 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	if err := o.refusal(r, ap, previewErr); err != nil {
 		return err
 	}
-	if !ap.yes && a.interactive() {
+	unconfirmed := a.unconfirmed(o, r, ap)
+	switch {
+	case len(unconfirmed) > 0 && !ap.iKnow && (ap.yes || !a.interactive()):
+		// --yes answers "approve?", not this: it is asked for by name.
+		return errors.New(requests.DangerRefusal(r.ID, unconfirmed, "--i-know"))
+	case len(unconfirmed) > 0 && !ap.iKnow:
+		fmt.Fprintf(a.stdout, "This hands the assistant what can send your credentials away, run code with them or print them, "+
+			"and no pattern holds it: %s.\nType i-know to approve: ", strings.Join(unconfirmed, ", "))
+		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		if strings.TrimSpace(answer) != "i-know" {
+			return fmt.Errorf("not approved: %s stays pending", id)
+		}
+	case !ap.yes && a.interactive():
 		fmt.Fprint(a.stdout, "approve? [y/N] ")
 		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
@@ -469,7 +490,7 @@ func (a *app) recordApproval(ctx context.Context, o *operator, r *requests.Recor
 // policy changed since the denial, or when the call is refused for a reason
 // no exact grant lifts (a deny rule, a denied flag, a NUL…).
 func (a *app) exactEffect(o *operator, r *requests.Record) (string, error) {
-	text := "\n" + strings.Join(requests.ExactLines(r.Call, o.unlistedText(r)), "\n") + "\n"
+	text := "\n" + strings.Join(requests.ExactLinesFor(o.cli(r.Tool), r, o.unlistedText(r)), "\n") + "\n"
 	return text, r.Grantable(o.loaded.Policy, o.loaded.PolicyHash())
 }
 
@@ -525,12 +546,40 @@ func (a *app) effectAs(o *operator, r *requests.Record, heading func(command str
 		return fmt.Sprintf("\nApproving records the decision; the capability cannot be merged into the config: %v\nIt asks for: %s %s\n",
 			err, command, requests.Flags(r.Flags)), err
 	}
-	e := requests.RuleEffect(o.loaded.Helps, r, rule)
+	e := requests.RuleEffectFor(o.loaded.Helps, o.cli(r.Tool), r, rule)
 	lines := e.Lines()
 	if heading != nil {
 		lines = append(heading(e.Command), lines[1:]...)
 	}
 	return "\n" + strings.Join(lines, "\n") + "\n", nil
+}
+
+// cli names the danger catalog's CLI for the config's tool: by its
+// binary, so tools.mygit with /usr/bin/git is read as git.
+func (o *operator) cli(tool string) string {
+	binary := ""
+	if t := o.loaded.Config.Tools[tool]; t != nil {
+		binary = t.Binary
+	}
+	return danger.CLI(tool, binary)
+}
+
+// unconfirmed lists what approving r as ap hands the assistant that can
+// send the credentials away, run code with them or print them, with no
+// pattern holding it (requests.Effect.Unconfirmed): a grant or an apply of
+// it needs the operator to say so in words. An exact-call grant needs
+// nothing more: its values are fixed and shown. nil when nothing needs
+// confirming, or the effect cannot be computed (then the approval is
+// refused for that).
+func (a *app) unconfirmed(o *operator, r *requests.Record, ap approval) []string {
+	if ap.recordsOnly() || (r.Call != nil && !ap.apply) {
+		return nil
+	}
+	rule, _, err := edit.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
+	if err != nil {
+		return nil
+	}
+	return requests.RuleEffectFor(o.loaded.Helps, o.cli(r.Tool), r, rule).Unconfirmed()
 }
 
 // learnHelps learns the help of r's subcommand when the cache lacks it, so

@@ -44,6 +44,10 @@ const (
 	// unlistedPrompt follows the word unlisted and the warning: one more
 	// key approves, after a first second of its own.
 	unlistedPrompt = "approve with these unlisted flags: [o]nce  [h]our (Esc goes back) "
+	// promptGraveKeys asks for a decision on a request that can hand the
+	// credentials away with no pattern holding it: o, h and apply wait for
+	// the word i-know, which the operator types after reading the effect.
+	promptGraveKeys = "[d]eny  [s]kip, or type i-know⏎ to approve what can hand your credentials away"
 	// reasonPrompt asks for a denial's reason.
 	reasonPrompt = "reason (Enter sends it; empty is fine; Esc goes back): "
 	// maxWord and maxReason bound what a line being typed can hold.
@@ -72,7 +76,9 @@ func (a *app) watchCommand() *ff.Command {
 			"merges it into the config (as --apply), d asks for a reason and denies it, s leaves it pending.\n" +
 			"A request with flags its subcommand's help does not list (NOT IN, HELP UNKNOWN) is approved\n" +
 			"only deliberately: type the word unlisted then Enter, read the warning, then press o or h\n" +
-			"(as approve --unlisted-ok --once or --for 1h).\n" +
+			"(as approve --unlisted-ok --once or --for 1h). A request that can send your credentials\n" +
+			"away, run code with them or print them, with no pattern holding it, takes the word i-know\n" +
+			"then Enter before o, h or apply (as approve --i-know).\n" +
 			"Keys typed before a request is shown, or in its first second, are ignored. Ctrl-C or Ctrl-D\n" +
 			"ends it. Decisions are recorded with decided_by \"watch\".\n\n" +
 			"Example:\n  wraptool requests watch",

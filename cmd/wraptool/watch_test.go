@@ -30,10 +30,16 @@ type fakeDecider struct {
 	// unlisted holds the warning of each request with flags its help does
 	// not list, by id.
 	warnings map[string]string
+	// graves holds the warning of each request that needs i-know, by id.
+	graves map[string]string
 }
 
 func (f *fakeDecider) unlisted(_ context.Context, r *requests.Record) string {
 	return f.warnings[r.ID]
+}
+
+func (f *fakeDecider) grave(_ context.Context, r *requests.Record) string {
+	return f.graves[r.ID]
 }
 
 func (f *fakeDecider) show(_ context.Context, r *requests.Record) {
@@ -50,6 +56,9 @@ func (f *fakeDecider) approve(_ context.Context, r *requests.Record, ap approval
 	}
 	if ap.unlistedOK {
 		kind += "+unlisted"
+	}
+	if ap.iKnow {
+		kind += "+iknow"
 	}
 	return f.done(kind+" "+r.ID, "approved "+r.ID)
 }
@@ -105,6 +114,7 @@ func TestWatchPrompter(t *testing.T) {
 		pending []*requests.Record
 		fail    map[string]error
 		unl     map[string]string // the decider's unlisted warnings
+		graves  map[string]string // the decider's i-know warnings
 		steps   []promptStep
 		want    []string // the decisions made, in order
 		wantOut []string // in this order in the output
@@ -320,6 +330,51 @@ func TestWatchPrompter(t *testing.T) {
 			wantOut: []string{"every flag of req_1 is listed in its help", promptKeys + promptApply, "approved req_1"},
 		},
 		{
+			name:    "a request that can hand the credentials away offers the word i-know, then o approves once, confirmed",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			graves:  map[string]string{"req_1": "approving hands the assistant what can send your credentials away …: --endpoint-url (sends-credentials)"},
+			steps:   []promptStep{{wait: past, keys: "i-know\r"}, {wait: past, keys: "o"}},
+			want:    []string{"once+iknow req_1"},
+			wantOut: []string{"[show req_1]", promptGraveKeys + " i-know\n", "confirmed: approving hands the assistant", promptKeys + promptApply + " o\n", "approved req_1"},
+		},
+		{
+			name:    "after i-know, apply is confirmed too",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			graves:  map[string]string{"req_1": "approving hands the assistant what can send your credentials away …: --endpoint-url (sends-credentials)"},
+			steps:   []promptStep{{wait: past, keys: "i-know\r"}, {wait: past, keys: "apply\r"}},
+			want:    []string{"apply+iknow req_1"},
+		},
+		{
+			name:    "the key after i-know has a first second of its own: i-know⏎o in one go approves nothing",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			graves:  map[string]string{"req_1": "approving hands the assistant what can send your credentials away …: --endpoint-url (sends-credentials)"},
+			steps:   []promptStep{{wait: past, keys: "i-know\ro"}, {wait: past, keys: "s"}},
+			wantOut: []string{"confirmed: ", "skipped req_1"},
+		},
+		{
+			name:    "one key is not the word: o without i-know goes to the decider unconfirmed, which refuses it",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			graves:  map[string]string{"req_1": "approving hands the assistant what can send your credentials away …: --endpoint-url (sends-credentials)"},
+			fail:    map[string]error{"once req_1": errors.New("not approved, req_1 stays pending: --endpoint-url (sends-credentials); approve with " + iKnowHint + " if you mean it")},
+			steps:   []promptStep{{wait: past, keys: "o"}, {keys: "s"}},
+			want:    []string{"once req_1"},
+			wantOut: []string{"type i-know⏎, then o, h or apply", promptGraveKeys, "skipped req_1"},
+		},
+		{
+			name:    "the confirmation is for one request: the next one asks again",
+			pending: []*requests.Record{pendingRecord("req_1"), pendingRecord("req_2")},
+			graves:  map[string]string{"req_1": "approving hands the assistant what can send your credentials away …: --endpoint-url (sends-credentials)", "req_2": "approving hands the assistant what can send your credentials away …: --endpoint-url (sends-credentials)"},
+			steps:   []promptStep{{wait: past, keys: "i-know\r"}, {wait: past, keys: "o"}, {wait: past, keys: "o"}},
+			want:    []string{"once+iknow req_1", "once req_2"},
+		},
+		{
+			name:    "i-know for a request that needs none says so",
+			pending: []*requests.Record{pendingRecord("req_1")},
+			steps:   []promptStep{{wait: past, keys: "i-know\r"}, {keys: "o"}},
+			want:    []string{"once req_1"},
+			wantOut: []string{"nothing req_1 allows needs i-know", promptKeys + promptApply, "approved req_1"},
+		},
+		{
 			name:    "Ctrl-C ends it, even in the first second",
 			pending: []*requests.Record{pendingRecord("req_1")},
 			steps:   []promptStep{{keys: "\x03", ends: true}},
@@ -340,7 +395,7 @@ func TestWatchPrompter(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				var out bytes.Buffer // written by the prompter's goroutine; read once it ended
-				dec := &fakeDecider{out: &out, fail: tt.fail, warnings: tt.unl}
+				dec := &fakeDecider{out: &out, fail: tt.fail, warnings: tt.unl, graves: tt.graves}
 				p := newPrompter(&out, &out, dec, time.Now)
 				stdin, typing := io.Pipe()
 				keys := make(chan keyEvent, 16)

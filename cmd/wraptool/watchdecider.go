@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wraptool/wraptool/policy/requests"
@@ -27,11 +28,20 @@ type decider interface {
 	// gives (as --unlisted-ok's refusal says it); "" when every flag is
 	// listed.
 	unlisted(ctx context.Context, r *requests.Record) string
+	// grave is the warning approving r gives when it hands the assistant
+	// what can send the credentials away, run code with them or print
+	// them, with no pattern holding it (it needs the word i-know); "" when
+	// nothing does.
+	grave(ctx context.Context, r *requests.Record) string
 }
 
 // unlistedHint is how watch's refusal of unlisted flags says to approve
 // them: deliberately, by a word and then a key, never by one key.
 const unlistedHint = "the word unlisted (type unlisted⏎, then o or h)"
+
+// iKnowHint is how watch's refusal of what can hand the credentials away
+// says to approve it: by a word typed after reading the effect.
+const iKnowHint = "the word i-know (type i-know⏎, then o, h or apply)"
 
 // errShowAgain says the effect of an approval changed since it was shown
 // (the config changed): the new one was printed, and the operator must
@@ -112,6 +122,9 @@ func (x *logDecider) approve(ctx context.Context, r *requests.Record, ap approva
 		}
 		return err
 	}
+	if unc := x.a.unconfirmed(o, cur, ap); len(unc) > 0 && !ap.iKnow {
+		return errors.New(requests.DangerRefusal(cur.ID, unc, iKnowHint))
+	}
 	return x.a.recordApproval(ctx, o, cur, ap, requests.DecidedByWatch)
 }
 
@@ -133,6 +146,19 @@ func (x *logDecider) unlisted(ctx context.Context, r *requests.Record) string {
 		return ""
 	}
 	return requests.UnlistedWarning(r.Tool, r.Subcommand, unl, l)
+}
+
+func (x *logDecider) grave(ctx context.Context, r *requests.Record) string {
+	o, err := x.a.configOperator(ctx)
+	if err != nil {
+		return ""
+	}
+	unc := x.a.unconfirmed(o, r, approval{grant: watchOnce})
+	if len(unc) == 0 {
+		return ""
+	}
+	return "approving hands the assistant what can send your credentials away, run code with them or print them, " +
+		"and no pattern holds it: " + strings.Join(unc, ", ")
 }
 
 func (x *logDecider) deny(ctx context.Context, r *requests.Record, reason string) error {

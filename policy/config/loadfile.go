@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 
 	"github.com/wraptool/wraptool/policy"
 )
@@ -166,6 +167,10 @@ func LoadFile(ctx context.Context, path string, o *LoadOptions) (*Loaded, error)
 	l.Hash = c.fileSet().hash()
 	l.policyHash = c.fileSet().hash(absolute(c.TokenFiles())...)
 	l.Warnings = c.Warnings(l.Helps, o.paths())
+	if dw := c.DangerWarnings(); len(dw) > 0 {
+		l.Warnings = append(l.Warnings, dw...)
+		slices.SortStableFunc(l.Warnings, func(a, b Warning) int { return a.Line - b.Line })
+	}
 	return l, nil
 }
 
