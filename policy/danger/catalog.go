@@ -129,8 +129,10 @@ func LookupFlag(cli string, sub []string, flag string) Finding {
 		return f
 	}
 	// A CLI that takes a unique prefix of a long option as the option
-	// (git push --receive-p) gets what the options it can abbreviate get.
-	if abbreviates(cli) && strings.HasPrefix(flag, "--") && len(flag) > len("--x") {
+	// (git push --receive-p, even git push --e for --exec) gets what the
+	// options it can abbreviate get; an ambiguous prefix the CLI would
+	// refuse gets them all, which errs on the safe side.
+	if abbreviates(cli) && strings.HasPrefix(flag, "--") && len(flag) > len("--") {
 		for _, e := range entries {
 			if e.CLI != cli || !strings.HasPrefix(e.Flag, flag) || !e.holds(sub) {
 				continue
