@@ -143,6 +143,7 @@ func TestLookupFlag(t *testing.T) {
 		{"gcloud --access-token-file", "gcloud", nil, "--access-token-file", Of(ReadsFiles)},
 		{"gcloud --account", "gcloud", []string{"projects", "list"}, "--account", Of(SendsCredentials)},
 		{"gcloud --configuration", "gcloud", nil, "--configuration", Of(SendsCredentials)},
+		{"gcloud --log-http", "gcloud", []string{"projects", "list"}, "--log-http", Of(PrintsCredentials)},
 		{"gcloud compute ssh --ssh-flag", "gcloud", []string{"compute", "ssh"}, "--ssh-flag", Of(SendsCredentials, RunsCode)},
 		{"gcloud takes no abbreviation", "gcloud", nil, "--flags-fi", nil},
 		{"kubectl -s is --server", "kubectl", []string{"get", "pods"}, "-s", Of(SendsCredentials)},
