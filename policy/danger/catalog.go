@@ -103,9 +103,17 @@ func FlagName(flag string) string {
 // LookupFlag says what flag (a "=value" ignored) can do when given to cli's
 // subcommand sub. The CLI's own entries decide where any matches (an entry
 // with no classes clears a generic name); otherwise the generic patterns.
+//
+// A name that is not a plain flag (empty, no leading "-", or holding
+// anything but printable ASCII: control characters, blanks, look-alikes
+// such as U+2010 for "-") matches nothing: no CLI takes it as the flag it
+// resembles.
 func LookupFlag(cli string, sub []string, flag string) Finding {
 	flag = FlagName(flag)
 	var f Finding
+	if !plainFlag(flag) {
+		return f
+	}
 	matched := false
 	for _, e := range entries {
 		if e.CLI != cli || e.Flag != flag || !e.holds(sub) {
@@ -120,6 +128,25 @@ func LookupFlag(cli string, sub []string, flag string) Finding {
 	if matched {
 		return f
 	}
+	// A CLI that takes a unique prefix of a long option as the option
+	// (git push --receive-p, even git push --e for --exec) gets what the
+	// options it can abbreviate get; an ambiguous prefix the CLI would
+	// refuse gets them all, which errs on the safe side.
+	if abbreviates(cli) && strings.HasPrefix(flag, "--") && len(flag) > len("--") {
+		for _, e := range entries {
+			if e.CLI != cli || !strings.HasPrefix(e.Flag, flag) || !e.holds(sub) {
+				continue
+			}
+			matched = true
+			f.Classes = f.Classes.Union(e.Classes)
+			if f.Why == "" {
+				f.Why = "abbreviates " + e.Flag + ": " + e.Why
+			}
+		}
+	}
+	if matched {
+		return f
+	}
 	for _, p := range patterns {
 		if p.Matches(flag) {
 			f.Classes = f.Classes.Union(p.Classes)
@@ -129,6 +156,33 @@ func LookupFlag(cli string, sub []string, flag string) Finding {
 		}
 	}
 	return f
+}
+
+// abbreviates reports whether cli takes a unique prefix of a long option
+// as the option: git says so (gitcli(7), testdata/gitcli_man.txt); psql,
+// mysql and curl use getopt-style parsers that do, and aws's argparse does
+// (aws --endpoint-u is --endpoint-url). kubectl, gh and docker (pflag),
+// gcloud and ssh do not.
+func abbreviates(cli string) bool {
+	switch cli {
+	case "git", "psql", "mysql", "curl", "aws":
+		return true
+	}
+	return false
+}
+
+// plainFlag reports whether name can be a flag: "-" then printable ASCII
+// without blanks or "=".
+func plainFlag(name string) bool {
+	if len(name) < 2 || name[0] != '-' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c >= 0x7f || c == '=' {
+			return false
+		}
+	}
+	return true
 }
 
 // Flag is LookupFlag's classes.
@@ -213,4 +267,8 @@ var patterns = []Pattern{
 	{"-o", Of(WritesFiles), "names a file to write, in many CLIs"},
 	{"--template", Of(ReadsFiles), "names a template to read"},
 	{"--*-file", Of(ReadsFiles), "names a file to read"},
+	{"--proxy", Of(SendsCredentials), "sends the traffic, with your credentials, through the proxy it names"},
+	{"--token", Of(SendsCredentials), "authenticates with the token it is given instead of the identity you set up: the call acts as whoever owns that token"},
+	{"--pager", Of(RunsCode), "names a program the output is piped to"},
+	{"--*-command", Of(RunsCode), "names a command to run"},
 }

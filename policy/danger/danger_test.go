@@ -32,7 +32,7 @@ func TestEveryEntryQuotesItsSource(t *testing.T) {
 			switch {
 			case e.Flag != "" && !containsFlag(e.Quote, e.Flag):
 				t.Errorf("the quote %q does not name %s", e.Quote, e.Flag)
-			case e.Flag == "" && !strings.Contains(e.Quote, e.Subcommand[len(e.Subcommand)-1]):
+			case e.Flag == "" && len(e.Subcommand) > 0 && !containsFlag(e.Quote, e.Subcommand[len(e.Subcommand)-1]):
 				t.Errorf("the quote %q does not name the subcommand %q", e.Quote, e.Subcommand)
 			}
 			if e.Why == "" || strings.ContainsAny(e.Why, "\n\t") {
@@ -73,34 +73,271 @@ func isFlagChar(c byte) bool {
 
 func TestLookupFlag(t *testing.T) {
 	tests := []struct {
+		name string
 		cli  string
 		sub  []string
 		flag string
 		want Classes
 	}{
-		{"psql", nil, "-h", Of(SendsCredentials)},
-		{"psql", nil, "-d", Of(SendsCredentials)},
-		{"psql", nil, "--dbname=postgresql://u@evil/db", Of(SendsCredentials)},
-		{"aws", []string{"s3", "ls"}, "--endpoint-url", Of(SendsCredentials)},
-		{"git", nil, "-c", Of(SendsCredentials, RunsCode)},
-		{"git", []string{"log"}, "-c", nil}, // combined diff, not a config value
-		{"gcloud", []string{"compute", "instances", "list"}, "--flags-file", Of(SendsCredentials, RunsCode, ReadsFiles)},
+		{"psql's -h names the host", "psql", nil, "-h", Of(SendsCredentials)},
+		{"psql's -d takes a connection string", "psql", nil, "-d", Of(SendsCredentials)},
+		{"psql's --dbname= with a URL is still --dbname", "psql", nil, "--dbname=postgresql://u@evil/db", Of(SendsCredentials)},
+		{"psql's -c runs backslash commands", "psql", nil, "-c", Of(RunsCode)},
+		{"psql's -o writes or pipes", "psql", nil, "-o", Of(RunsCode, WritesFiles)},
+		{"psql's -L writes the log", "psql", nil, "-L", Of(WritesFiles)},
+		{"psql's -p is a port on the named host", "psql", nil, "-p", nil},
+		{"psql takes an abbreviated --host", "psql", nil, "--hos", Of(SendsCredentials)},
+		{"aws's --endpoint-url holds after any subcommand", "aws", []string{"s3", "ls"}, "--endpoint-url", Of(SendsCredentials)},
+		{"aws's --endpoint-url= form", "aws", []string{"s3", "ls"}, "--endpoint-url=https://evil.example", Of(SendsCredentials)},
+		{"aws's --endpoint-url= with nothing after it", "aws", nil, "--endpoint-url=", Of(SendsCredentials)},
+		{"aws takes an abbreviated --endpoint-url", "aws", []string{"sts", "get-caller-identity"}, "--endpoint-u", Of(SendsCredentials)},
+		{"aws's --endpoint-url with U+2010 for a hyphen is no flag", "aws", []string{"s3", "ls"}, "--endpoint\u2010url", nil},
+		{"aws's --endpoint-url with a fullwidth hyphen is no flag", "aws", nil, "\uff0d\uff0dendpoint-url", nil},
+		{"aws's --profile picks the credentials", "aws", []string{"s3", "ls"}, "--profile", Of(SendsCredentials)},
+		{"aws's --debug prints the session token", "aws", nil, "--debug", Of(PrintsCredentials)},
+		{"aws's --output is a format, not a file", "aws", []string{"s3", "ls"}, "--output", nil},
+		{"aws's abbreviated --output is still a format", "aws", nil, "--outp", nil},
+		{"aws's --cli-input-json reads file://", "aws", []string{"sts", "assume-role"}, "--cli-input-json", Of(ReadsFiles)},
+		{"git's -c before a subcommand sets config", "git", nil, "-c", Of(SendsCredentials, RunsCode)},
+		{"git log's -c is a combined diff", "git", []string{"log"}, "-c", nil},
+		{"git's -C before a subcommand changes the repository", "git", nil, "-C", Of(RunsCode)},
+		{"git log's -C finds copies", "git", []string{"log"}, "-C", nil},
+		{"git's --exec-path", "git", nil, "--exec-path=/tmp/x", Of(RunsCode)},
+		{"git push --receive-pack", "git", []string{"push"}, "--receive-pack", Of(RunsCode)},
+		{"git push --exec is --receive-pack", "git", []string{"push"}, "--exec=/tmp/x", Of(RunsCode)},
+		{"git push takes an abbreviated --receive-pack", "git", []string{"push"}, "--receive-p", Of(RunsCode)},
+		{"git push takes --e for --exec", "git", []string{"push"}, "--e=sh", Of(RunsCode)},
+		{"a bare -- is no flag of git's", "git", []string{"push"}, "--", nil},
+		{"git fetch --upload-pack", "git", []string{"fetch"}, "--upload-pack", Of(RunsCode)},
+		{"git fetch takes an abbreviated --upload-pack", "git", []string{"fetch"}, "--upload-p", Of(RunsCode)},
+		{"git clone -u is --upload-pack", "git", []string{"clone"}, "-u", Of(RunsCode)},
+		{"git clone --template runs hooks", "git", []string{"clone"}, "--template", Of(RunsCode)},
+		{"git init --template runs hooks", "git", []string{"init"}, "--template=/tmp/t", Of(RunsCode)},
+		{"git clone -c sets config", "git", []string{"clone"}, "-c", Of(SendsCredentials, RunsCode)},
+		{"git clone -o names the remote", "git", []string{"clone"}, "-o", nil},
+		{"git commit -o is --only", "git", []string{"commit"}, "-o", nil},
+		{"git grep -o is --only-matching", "git", []string{"grep"}, "-o", nil},
+		{"git grep -O runs a pager", "git", []string{"grep"}, "-O", Of(RunsCode)},
+		{"git push -o is a push option", "git", []string{"push"}, "-o", nil},
+		{"git log --output writes", "git", []string{"log"}, "--output=/tmp/x", Of(WritesFiles)},
+		{"git archive -o writes", "git", []string{"archive"}, "-o", Of(WritesFiles)},
+		{"git rebase -x runs a command", "git", []string{"rebase"}, "-x", Of(RunsCode)},
+		{"git -h is help", "git", nil, "-h", nil},
+		{"gh --hostname under auth", "gh", []string{"auth", "login"}, "--hostname", Of(SendsCredentials)},
+		{"gh -h under auth is --hostname", "gh", []string{"auth", "token"}, "-h", Of(SendsCredentials)},
+		{"gh -h elsewhere is help", "gh", []string{"pr", "list"}, "-h", nil},
+		{"gh api --hostname", "gh", []string{"api"}, "--hostname=evil.example", Of(SendsCredentials)},
+		{"gh -R takes a host", "gh", []string{"pr", "list"}, "-R", Of(SendsCredentials)},
+		{"gh --repo= with a host", "gh", []string{"issue", "create"}, "--repo=evil.example/o/r", Of(SendsCredentials)},
+		{"gh auth status -t prints the token", "gh", []string{"auth", "status"}, "-t", Of(PrintsCredentials)},
+		{"gh auth status --show-token prints the token", "gh", []string{"auth", "status"}, "--show-token", Of(PrintsCredentials)},
+		{"gh api --input reads a file", "gh", []string{"api"}, "--input", Of(ReadsFiles)},
+		{"gh api --template is a string", "gh", []string{"api"}, "--template", nil},
+		{"gh release download -O writes", "gh", []string{"release", "download"}, "-O", Of(WritesFiles)},
+		{"gh run download --dir writes", "gh", []string{"run", "download"}, "--dir", Of(WritesFiles)},
+		{"gh config set --host is a setting's host", "gh", []string{"config", "set"}, "--host", nil},
+		{"gh secret set -o is --org", "gh", []string{"secret", "set"}, "-o", nil},
+		{"gh takes no abbreviation", "gh", []string{"api"}, "--hostn", nil},
+		{"gcloud --impersonate-service-account", "gcloud", []string{"compute", "instances", "list"}, "--impersonate-service-account=sa@p.iam.gserviceaccount.com", Of(SendsCredentials)},
+		{"gcloud --flags-file", "gcloud", []string{"compute", "instances", "list"}, "--flags-file", Of(SendsCredentials, RunsCode, ReadsFiles)},
+		{"gcloud --access-token-file", "gcloud", nil, "--access-token-file", Of(ReadsFiles)},
+		{"gcloud --account", "gcloud", []string{"projects", "list"}, "--account", Of(SendsCredentials)},
+		{"gcloud --configuration", "gcloud", nil, "--configuration", Of(SendsCredentials)},
+		{"gcloud --log-http", "gcloud", []string{"projects", "list"}, "--log-http", Of(PrintsCredentials)},
+		{"gcloud compute ssh --ssh-flag", "gcloud", []string{"compute", "ssh"}, "--ssh-flag", Of(SendsCredentials, RunsCode)},
+		{"gcloud takes no abbreviation", "gcloud", nil, "--flags-fi", nil},
+		{"kubectl -s is --server", "kubectl", []string{"get", "pods"}, "-s", Of(SendsCredentials)},
+		{"kubectl --server=", "kubectl", []string{"get", "pods"}, "--server=https://evil.example", Of(SendsCredentials)},
+		{"kubectl --kubeconfig", "kubectl", nil, "--kubeconfig", Of(SendsCredentials, RunsCode, ReadsFiles)},
+		{"kubectl --token", "kubectl", []string{"get"}, "--token", Of(SendsCredentials)},
+		{"kubectl --as", "kubectl", []string{"get"}, "--as", Of(SendsCredentials)},
+		{"kubectl -o is a format that can read a file", "kubectl", []string{"get", "pods"}, "-o", Of(ReadsFiles)},
+		{"kubectl -o= with jsonpath-file", "kubectl", []string{"get", "pods"}, "-o=jsonpath-file=/etc/shadow", Of(ReadsFiles)},
+		{"kubectl --profile is a Go profile", "kubectl", []string{"get"}, "--profile", nil},
+		{"kubectl --profile-output writes", "kubectl", []string{"get"}, "--profile-output", Of(WritesFiles)},
+		{"kubectl config view --raw", "kubectl", []string{"config", "view"}, "--raw", Of(PrintsCredentials)},
+		{"kubectl apply -f reads", "kubectl", []string{"apply"}, "-f", Of(ReadsFiles)},
+		{"kubectl logs -f follows", "kubectl", []string{"logs"}, "-f", nil},
+		{"kubectl -h is help", "kubectl", []string{"get"}, "-h", nil},
+		{"kubectl takes no abbreviation", "kubectl", nil, "--serv", nil},
+		{"kubectl set-credentials --exec-command", "kubectl", []string{"config", "set-credentials"}, "--exec-command", Of(RunsCode)},
+		{"kubectl set-credentials --exec-api-version is a name", "kubectl", []string{"config", "set-credentials"}, "--exec-api-version", nil},
+		{"mysql -h names the host", "mysql", nil, "-h", Of(SendsCredentials)},
+		{"mysql -S names a socket", "mysql", nil, "--socket=/tmp/x.sock", Of(SendsCredentials)},
+		{"mysql --pager runs a program", "mysql", nil, "--pager=sh", Of(RunsCode)},
+		{"mysql --init-command is SQL", "mysql", nil, "--init-command", nil},
+		{"mysql -o is --one-database", "mysql", nil, "-o", nil},
+		{"mysql --print-defaults prints the password", "mysql", nil, "--print-defaults", Of(PrintsCredentials)},
+		{"mysql takes an abbreviated --print-defaults", "mysql", nil, "--print-def", Of(PrintsCredentials)},
+		{"curl -w reads @file", "curl", nil, "-w", Of(ReadsFiles)},
+		{"docker run --cap-add", "docker", []string{"run"}, "--cap-add=SYS_ADMIN", Of(RunsCode)},
+		{"aws ssm get-parameter --with-decryption", "aws", []string{"ssm", "get-parameter"}, "--with-decryption", Of(PrintsCredentials)},
+		{"aws ssm get-parameter --no-with-decryption is no abbreviation of it", "aws", []string{"ssm", "get-parameter"}, "--no-with-decryption", nil},
+		{"mysql --defaults-file", "mysql", nil, "--defaults-file", Of(SendsCredentials, RunsCode, WritesFiles, ReadsFiles)},
+		{"docker -H before a subcommand", "docker", nil, "-H", Of(SendsCredentials)},
+		{"docker run -h is the container's host name", "docker", []string{"run"}, "-h", nil},
+		{"docker run --hostname is the container's host name", "docker", []string{"run"}, "--hostname", nil},
+		{"docker run -c is --cpu-shares", "docker", []string{"run"}, "-c", nil},
+		{"docker -c before a subcommand is --context", "docker", nil, "-c", Of(SendsCredentials)},
+		{"docker run -v mounts a host path", "docker", []string{"run"}, "-v", Of(WritesFiles, ReadsFiles)},
+		{"docker container run --privileged", "docker", []string{"container", "run"}, "--privileged", Of(RunsCode)},
+		{"docker save -o writes", "docker", []string{"save"}, "-o", Of(WritesFiles)},
+		{"docker --config", "docker", nil, "--config", Of(SendsCredentials, RunsCode, ReadsFiles)},
+		{"curl -d reads @file", "curl", nil, "-d", Of(ReadsFiles)},
+		{"curl --data=@file", "curl", nil, "--data=@/etc/passwd", Of(ReadsFiles)},
+		{"curl -T uploads a file", "curl", nil, "-T", Of(ReadsFiles)},
+		{"curl -o writes", "curl", nil, "-o", Of(WritesFiles)},
+		{"curl -x names a proxy", "curl", nil, "-x", Of(SendsCredentials)},
+		{"curl --resolve moves the host", "curl", nil, "--resolve", Of(SendsCredentials)},
+		{"curl -K reads options", "curl", nil, "-K", Of(SendsCredentials, WritesFiles, ReadsFiles)},
+		{"curl -v shows headers", "curl", nil, "-v", Of(PrintsCredentials)},
+		{"curl takes an abbreviated --upload-file", "curl", nil, "--upload-f", Of(ReadsFiles)},
+		{"curl -h is help", "curl", nil, "-h", nil},
+		{"curl -u is the assistant's own user:password", "curl", nil, "-u", nil},
+		{"ssh -o sets any keyword", "ssh", nil, "-o", Of(SendsCredentials, RunsCode, WritesFiles, ReadsFiles)},
+		{"ssh -oProxyCommand= form", "ssh", nil, "-o=ProxyCommand=sh", Of(SendsCredentials, RunsCode, WritesFiles, ReadsFiles)},
+		{"ssh -A forwards the agent", "ssh", nil, "-A", Of(SendsCredentials)},
+		{"ssh -L is a local forward", "ssh", nil, "-L", nil},
+		{"ssh -I loads a library", "ssh", nil, "-I", Of(RunsCode)},
 		// Generic names, for any CLI.
-		{"mytool", nil, "--host", Of(SendsCredentials)},
-		{"mytool", []string{"x"}, "--endpoint", Of(SendsCredentials)},
-		{"mytool", []string{"x"}, "--endpoint-url=https://evil", Of(SendsCredentials)},
-		{"mytool", nil, "--exec-path", Of(RunsCode)},
-		{"mytool", nil, "--token-file", Of(ReadsFiles)},
-		{"mytool", nil, "--kubeconfig", Of(SendsCredentials, ReadsFiles)},
-		{"mytool", nil, "-o", Of(WritesFiles)},
-		{"mytool", nil, "--file", nil}, // "--*-file" needs a name before -file
-		{"mytool", nil, "--hosts", nil},
-		{"mytool", nil, "--verbose", nil},
-		{"mytool", nil, "", nil},
+		{"a generic --host", "mytool", nil, "--host", Of(SendsCredentials)},
+		{"a generic --endpoint", "mytool", []string{"x"}, "--endpoint", Of(SendsCredentials)},
+		{"a generic --endpoint-url=", "mytool", []string{"x"}, "--endpoint-url=https://evil", Of(SendsCredentials)},
+		{"a generic --exec-path", "mytool", nil, "--exec-path", Of(RunsCode)},
+		{"a generic --token-file", "mytool", nil, "--token-file", Of(ReadsFiles)},
+		{"a generic --kubeconfig", "mytool", nil, "--kubeconfig", Of(SendsCredentials, ReadsFiles)},
+		{"a generic -o", "mytool", nil, "-o", Of(WritesFiles)},
+		{"a generic --proxy", "mytool", nil, "--proxy=http://evil:3128", Of(SendsCredentials)},
+		{"a generic --token", "mytool", nil, "--token", Of(SendsCredentials)},
+		{"a generic --pager", "mytool", nil, "--pager", Of(RunsCode)},
+		{"a generic --ssh-command", "mytool", nil, "--ssh-command", Of(RunsCode)},
+		{"--command alone is no --*-command", "mytool", nil, "--command", nil},
+		{"--file alone is no --*-file", "mytool", nil, "--file", nil},
+		{"--hosts is not --host", "mytool", nil, "--hosts", nil},
+		{"an unknown CLI takes no abbreviation", "mytool", nil, "--hos", nil},
+		{"a harmless flag", "mytool", nil, "--verbose", nil},
+		// Hostile names.
+		{"an empty name", "mytool", nil, "", nil},
+		{"a lone dash", "psql", nil, "-", nil},
+		{"a lone =", "psql", nil, "=", nil},
+		{"= then a flag", "psql", nil, "=-h", nil},
+		{"no leading dash", "psql", nil, "h", nil},
+		{"a flag with a NUL", "psql", nil, "-h\x00", nil},
+		{"a flag with a newline", "aws", nil, "--endpoint-url\n", nil},
+		{"a flag with a tab", "aws", nil, "--endpoint\turl", nil},
+		{"a flag with an escape", "mytool", nil, "--host\x1b[0m", nil},
+		{"a flag with a right-to-left override", "mytool", nil, "--\u202ehost", nil},
+		{"a flag with a zero-width space", "aws", nil, "--endpoint\u200b-url", nil},
+		{"invalid UTF-8", "mytool", nil, "--host\xff", nil},
+		{"a very long flag", "mytool", nil, "--" + strings.Repeat("a", 1<<16) + "-file", Of(ReadsFiles)},
+		{"a very long value", "aws", nil, "--endpoint-url=" + strings.Repeat("x", 1<<16), Of(SendsCredentials)},
 	}
 	for _, tt := range tests {
-		if got := Flag(tt.cli, tt.sub, tt.flag); !slices.Equal(got, tt.want) {
-			t.Errorf("Flag(%q, %q, %q) = %v, want %v", tt.cli, tt.sub, tt.flag, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Flag(tt.cli, tt.sub, tt.flag); !slices.Equal(got, tt.want) {
+				t.Errorf("Flag(%q, %q, %.40q) = %v, want %v", tt.cli, tt.sub, tt.flag, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLookupSubcommand(t *testing.T) {
+	tests := []struct {
+		name string
+		cli  string
+		sub  []string
+		want Classes
+	}{
+		{"gh auth token prints the token", "gh", []string{"auth", "token"}, Of(PrintsCredentials)},
+		{"gh auth status alone prints none", "gh", []string{"auth", "status"}, nil},
+		{"gh api prints what it gets", "gh", []string{"api"}, Of(PrintsCredentials)},
+		{"gh gist create reads files", "gh", []string{"gist", "create"}, Of(ReadsFiles)},
+		{"gh pr list does nothing of the kind", "gh", []string{"pr", "list"}, nil},
+		{"gcloud auth print-access-token", "gcloud", []string{"auth", "print-access-token"}, Of(PrintsCredentials)},
+		{"gcloud auth application-default print-access-token", "gcloud", []string{"auth", "application-default", "print-access-token"}, Of(PrintsCredentials)},
+		{"gcloud config config-helper", "gcloud", []string{"config", "config-helper"}, Of(PrintsCredentials)},
+		{"aws configure get", "aws", []string{"configure", "get"}, Of(PrintsCredentials)},
+		{"aws sts assume-role", "aws", []string{"sts", "assume-role"}, Of(PrintsCredentials)},
+		{"aws ecr get-login-password", "aws", []string{"ecr", "get-login-password"}, Of(PrintsCredentials)},
+		{"aws s3 cp", "aws", []string{"s3", "cp"}, Of(WritesFiles, ReadsFiles)},
+		{"aws s3 ls", "aws", []string{"s3", "ls"}, nil},
+		{"aws s3 presign", "aws", []string{"s3", "presign"}, Of(PrintsCredentials)},
+		{"gcloud iam service-accounts keys create", "gcloud", []string{"iam", "service-accounts", "keys", "create"}, Of(PrintsCredentials, WritesFiles)},
+		{"git credential fill", "git", []string{"credential", "fill"}, Of(PrintsCredentials)},
+		{"git config, reading or writing", "git", []string{"config"}, Of(SendsCredentials, RunsCode, PrintsCredentials)},
+		{"git status", "git", []string{"status"}, nil},
+		{"kubectl exec", "kubectl", []string{"exec"}, Of(RunsCode)},
+		{"kubectl create token", "kubectl", []string{"create", "token"}, Of(PrintsCredentials)},
+		{"kubectl proxy", "kubectl", []string{"proxy"}, Of(SendsCredentials)},
+		{"kubectl get is not flagged as a whole", "kubectl", []string{"get", "secrets"}, nil},
+		{"docker run", "docker", []string{"run"}, Of(RunsCode)},
+		{"docker container run", "docker", []string{"container", "run"}, Of(RunsCode)},
+		{"docker login", "docker", []string{"login"}, Of(SendsCredentials, WritesFiles)},
+		{"a deeper path holds what its prefix holds", "gh", []string{"auth", "token", "extra"}, Of(PrintsCredentials)},
+		{"a shorter path does not", "gh", []string{"auth"}, nil},
+		{"no path", "gh", nil, nil},
+		{"an unknown CLI", "mytool", []string{"auth", "token"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Subcommand(tt.cli, tt.sub); !slices.Equal(got, tt.want) {
+				t.Errorf("Subcommand(%q, %q) = %v, want %v", tt.cli, tt.sub, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEntriesAgree checks the catalog's own shape: ordered classes, plain
+// flag names, and one answer for each (CLI, path, flag, Root).
+func TestEntriesAgree(t *testing.T) {
+	type key struct {
+		cli, path, flag string
+		root            bool
+	}
+	seen := map[key]Entry{}
+	for _, e := range Entries() {
+		name := squash(e.CLI + " " + strings.Join(e.Subcommand, " ") + " " + e.Flag)
+		if !slices.Equal(e.Classes, Of(e.Classes...)) {
+			t.Errorf("%s: Classes %v are not ordered as Of orders them (%v)", name, e.Classes, Of(e.Classes...))
+		}
+		if e.Flag != "" && !plainFlag(e.Flag) {
+			t.Errorf("%s: %q is not a plain flag name", name, e.Flag)
+		}
+		for _, tok := range e.Subcommand {
+			if tok == "" || strings.HasPrefix(tok, "-") || strings.ContainsAny(tok, " \t\n=") {
+				t.Errorf("%s: subcommand token %q", name, tok)
+			}
+		}
+		if e.Flag == "" && len(e.Classes) == 0 {
+			t.Errorf("%s: a subcommand entry with no classes clears nothing", name)
+		}
+		k := key{e.CLI, strings.Join(e.Subcommand, "\x00"), e.Flag, e.Root}
+		if prev, ok := seen[k]; ok && !slices.Equal(prev.Classes, e.Classes) {
+			t.Errorf("%s: two entries disagree: %v and %v", name, prev.Classes, e.Classes)
+		}
+		seen[k] = e
+	}
+}
+
+// TestSourcesAreListed checks that every help text has its line in
+// testdata/SOURCES.md and every entry's source is a file there.
+func TestSourcesAreListed(t *testing.T) {
+	index, err := os.ReadFile(filepath.Join("testdata", "SOURCES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !strings.Contains(string(index), "| `"+filepath.Base(f)+"` |") {
+			t.Errorf("testdata/SOURCES.md has no line for %s", filepath.Base(f))
+		}
+	}
+	for _, e := range Entries() {
+		if !slices.Contains(files, filepath.Join("testdata", e.Source)) {
+			t.Errorf("%s %s: source %q is not under testdata", e.CLI, e.Flag, e.Source)
 		}
 	}
 }
@@ -147,4 +384,75 @@ func TestExplain(t *testing.T) {
 	if !slices.Equal(flags, []string{"-c", "--exec-path"}) {
 		t.Errorf("Explain flags = %q", flags)
 	}
+}
+
+// FuzzLookup checks what must hold for any command line: no panic, classes
+// ordered without repeats, a "=value" never changes the answer, a name
+// that is no plain flag matches nothing, a subcommand holds what its
+// prefixes hold, and Explain lists only what the lookups flag.
+func FuzzLookup(f *testing.F) {
+	seeds := []struct{ cli, sub, flag string }{
+		{"psql", "", "-h"},
+		{"psql", "", "--dbname=postgresql://u@evil/db"},
+		{"aws", "s3 ls", "--endpoint-url=https://evil"},
+		{"aws", "s3 ls", "--endpoint\u2010url"},
+		{"aws", "", "--endpoint-u"},
+		{"git", "", "-c"},
+		{"git", "log", "-c"},
+		{"git", "push", "--receive-p=x"},
+		{"gh", "auth token", "-h"},
+		{"gh", "pr list", "-h"},
+		{"kubectl", "config view", "--raw"},
+		{"docker", "container run", "-v"},
+		{"curl", "", "--data=@/etc/passwd"},
+		{"ssh", "", "-oProxyCommand=sh"},
+		{"mytool", "x", "--*-file"},
+		{"mytool", "", ""},
+		{"", "", "="},
+		{"git", "credential fill", "--\x00"},
+		{"mytool", "", "--host\u202e"},
+		{"mytool", "", "-" + strings.Repeat("-", 300)},
+	}
+	for _, s := range seeds {
+		f.Add(s.cli, s.sub, s.flag)
+	}
+	f.Fuzz(func(t *testing.T, cli, subLine, flag string) {
+		sub := strings.Fields(subLine)
+		got := LookupFlag(cli, sub, flag)
+		if !slices.Equal(got.Classes, Of(got.Classes...)) {
+			t.Fatalf("LookupFlag classes %v are not ordered", got.Classes)
+		}
+		if len(got.Classes) > 0 && got.Why == "" {
+			t.Fatalf("LookupFlag(%q, %q, %q) = %v with no Why", cli, sub, flag, got.Classes)
+		}
+		name := FlagName(flag)
+		if name == flag {
+			if again := LookupFlag(cli, sub, name+"=value"); !slices.Equal(again.Classes, got.Classes) {
+				t.Fatalf("%q=value gives %v, %q gives %v", name, again.Classes, name, got.Classes)
+			}
+		}
+		if again := LookupFlag(cli, sub, name); !slices.Equal(again.Classes, got.Classes) {
+			t.Fatalf("%q gives %v, its name %q gives %v", flag, got.Classes, name, again.Classes)
+		}
+		if !plainFlag(name) && len(got.Classes) > 0 {
+			t.Fatalf("%q is no plain flag but matches %v", name, got.Classes)
+		}
+		whole := Subcommand(cli, sub)
+		if !slices.Equal(whole, Of(whole...)) {
+			t.Fatalf("Subcommand classes %v are not ordered", whole)
+		}
+		for i := range sub {
+			if part := Subcommand(cli, sub[:i]); !slices.Equal(whole.Union(part), whole) {
+				t.Fatalf("%q holds %v but its prefix %q holds %v", sub, whole, sub[:i], part)
+			}
+		}
+		for _, tc := range Explain(cli, sub, []string{flag, flag}) {
+			if len(tc.Classes) == 0 {
+				t.Fatalf("Explain lists %q with no classes", tc.Flag)
+			}
+			if tc.Flag != "" && !slices.Equal(tc.Classes, Flag(cli, sub, tc.Flag)) {
+				t.Fatalf("Explain says %v for %q, Flag says %v", tc.Classes, tc.Flag, Flag(cli, sub, tc.Flag))
+			}
+		}
+	})
 }
