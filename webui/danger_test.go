@@ -133,8 +133,7 @@ func TestAPIListDanger(t *testing.T) {
 			`[{"flag":"--exec","classes":["runs-code"],"effect":"runs a program it names, with your credentials","held":true}]`},
 		{"a flag that writes files", false, []string{"--output"},
 			`[{"flag":"--output","classes":["writes-files"],"effect":"writes a file it names","held":false}]`},
-		{"a hostile flag is as stored, its class the catalog's", false, []string{"--exec\u202e"},
-			`[{"flag":"--exec\u202e","classes":["runs-code"],"effect":"runs a program it names, with your credentials","held":false}]`},
+		{"a look-alike is no flag a tool reads as the catalogued one", false, []string{"--exec\u202e"}, `[]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,9 +195,8 @@ func TestPageShowsDanger(t *testing.T) {
 		{name: "a flag that writes files", flags: []string{"--output"},
 			marks: []string{`<strong class="danger">! writes-files: writes a file it names</strong>`}},
 		{name: "a harmless flag", flags: []string{"--tags"}, notMarks: []string{`class="danger`}},
-		{name: "a hostile flag is escaped, its class the catalog's", flags: []string{"--exec\u202e"},
-			marks: []string{`<code>--exec\u202e</code>`, `! runs-code: runs a program it names, with your credentials</strong>`},
-			field: true, label: `--exec\u202e (runs-code)`, notMarks: []string{"\u202e"}},
+		{name: "a look-alike is escaped, and no tool reads it as the flag: no class", flags: []string{"--exec\u202e"},
+			marks: []string{`<code>--exec\u202e</code>`}, notMarks: []string{"\u202e", `class="danger`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,14 +66,14 @@ func TestReviewPageShowsFlagsWithTheirHelpAndMarks(t *testing.T) {
 	f := newFixture(t)
 	cookie, _ := f.signIn(t)
 	listed := f.submit(t, "git", []string{"push"}, []string{"--tags"}, "release")
-	prefix := f.submit(t, "git", []string{"push"}, []string{"--force", "--rece"}, "mirror")
+	prefix := f.submit(t, "git", []string{"push"}, []string{"--force", "--verb"}, "mirror")
 	anySub := f.submit(t, "git", nil, []string{"-C"}, "anywhere")
 	page := f.do(t, call{target: "/", cookie: cookie}).Body.String()
 	read := text(page)
 	for _, want := range []string{
 		"--tags — push tags (can't be used with --all or --mirror)",
 		"--force — force updates",
-		"--rece (NOT IN 'git push --help')",
+		"--verb (NOT IN 'git push --help')",
 		"-C (HELP UNKNOWN for 'git')",
 		"git <ANY SUBCOMMAND>",
 		"it can be approved only where the tool already has a bare rule",
@@ -216,13 +216,13 @@ func TestPageDecisions(t *testing.T) {
 			wantState: "approved"},
 		{name: "Deny records the reason", flags: []string{"--tags"}, form: url.Values{"action": {"deny"}, "reason": {"not now"}},
 			wantFlash: "ok: denied req_", wantState: "denied"},
-		{name: "an unlisted flag is refused without the box", flags: []string{"--rece"}, form: url.Values{"action": {"approve"}},
+		{name: "an unlisted flag is refused without the box", flags: []string{"--verb"}, form: url.Values{"action": {"approve"}},
 			wantFlash: "error: not approved, req_", wantState: "pending"},
-		{name: "an unlisted flag is approved with the box", flags: []string{"--rece"}, form: url.Values{"action": {"approve"}, "unlisted_ok": {"1"}},
+		{name: "an unlisted flag is approved with the box", flags: []string{"--verb"}, form: url.Values{"action": {"approve"}, "unlisted_ok": {"1"}},
 			wantFlash: "ok: approved", wantState: "approved"},
 		{name: "Apply to config goes to the preview", flags: []string{"--tags"}, form: url.Values{"action": {"apply"}},
 			wantState: "pending", wantTo: "/apply"},
-		{name: "Apply to config carries the box", flags: []string{"--rece"}, form: url.Values{"action": {"apply"}, "unlisted_ok": {"1"}},
+		{name: "Apply to config carries the box", flags: []string{"--verb"}, form: url.Values{"action": {"apply"}, "unlisted_ok": {"1"}},
 			wantState: "pending", wantTo: "/apply?unlisted_ok=1"},
 	}
 	for _, tt := range tests {
@@ -520,7 +520,7 @@ func TestAPreviewOffersTheUnlistedBoxCarriedFromTheReviewPage(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	cookie, csrf := f.signIn(t)
-	id := f.submit(t, "git", []string{"push"}, []string{"--rece"}, "prefix")
+	id := f.submit(t, "git", []string{"push"}, []string{"--verb"}, "prefix")
 	for query, checked := range map[string]bool{"": false, "?unlisted_ok=1": true} {
 		page := f.do(t, call{target: "/requests/" + id + "/apply" + query, cookie: cookie}).Body.String()
 		if !strings.Contains(page, `name="unlisted_ok"`) {
@@ -533,10 +533,10 @@ func TestAPreviewOffersTheUnlistedBoxCarriedFromTheReviewPage(t *testing.T) {
 	page := f.do(t, call{target: "/requests/" + id + "/apply", cookie: cookie}).Body.String()
 	plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)[1]
 	w := f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}})
-	if got := f.flashAfter(t, cookie, w); !strings.Contains(got, "--rece (NOT IN 'git push --help')") {
+	if got := f.flashAfter(t, cookie, w); !strings.Contains(got, "--verb (NOT IN 'git push --help')") {
 		t.Errorf("flash %q", got)
 	}
-	if f.status(t, id) != "pending" || strings.Contains(string(configtest.ReadFile(t, f.config)), "--rece") {
+	if f.status(t, id) != "pending" || strings.Contains(string(configtest.ReadFile(t, f.config)), "--verb") {
 		t.Fatalf("an unlisted flag was applied without the box")
 	}
 	w = f.post(t, cookie, "/requests/"+id+"/apply", url.Values{"csrf": {csrf}, "plan": {plan}, "unlisted_ok": {"1"}})
@@ -693,9 +693,9 @@ func TestPageGrants(t *testing.T) {
 			wantGrant: &requests.Grant{Until: time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)}},
 		{name: "a grant a deny rule refuses shows why", sub: []string{"config"}, flags: []string{"--global"},
 			form: url.Values{"action": {"once"}}, wantFlash: "error: not granted, ID stays pending: deny rule tools.git.deny[0]"},
-		{name: "an unlisted flag is refused without the box", sub: []string{"push"}, flags: []string{"--rece"},
-			form: url.Values{"action": {"8h"}}, wantFlash: "error: not approved, ID stays pending: --rece (NOT IN 'git push --help')"},
-		{name: "an unlisted flag is granted with the box", sub: []string{"push"}, flags: []string{"--rece"},
+		{name: "an unlisted flag is refused without the box", sub: []string{"push"}, flags: []string{"--verb"},
+			form: url.Values{"action": {"8h"}}, wantFlash: "error: not approved, ID stays pending: --verb (NOT IN 'git push --help')"},
+		{name: "an unlisted flag is granted with the box", sub: []string{"push"}, flags: []string{"--verb"},
 			form:      url.Values{"action": {"1h"}, "unlisted_ok": {"1"}},
 			wantFlash: "ok: approved ID until", wantGrant: &requests.Grant{Until: time.Date(2026, 3, 1, 13, 0, 0, 0, time.UTC)}},
 		{name: "an exact call is granted exactly", sub: []string{"push"}, flags: []string{"--force"}, exact: true,

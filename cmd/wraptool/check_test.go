@@ -673,10 +673,10 @@ func TestCheckExplain(t *testing.T) {
 			want: []string{"allowed by git_log: ", "explain: nothing in this command line is in the danger catalog"},
 		},
 		{
-			name:     "a hostile flag name is escaped, and its class comes from the name the catalog knows",
-			args:     []string{"check", "--explain", "--", "git", "log", "--endpoint\u202e-x=1"},
+			name:     "a look-alike of a catalogued name is no flag a tool reads as it, and is never printed raw",
+			args:     []string{"check", "--explain", "--", "git", "log", "--endpoint\u202e-url=1"},
 			wantCode: exitDenied,
-			want:     []string{`  "--endpoint\u202e-x"  sends-credentials: `},
+			want:     []string{`"--endpoint\u202e-url"`, "explain: nothing in this command line is in the danger catalog"},
 			not:      []string{"\u202e"},
 		},
 	}

@@ -240,7 +240,7 @@ func TestWatchMarksFlagsTheHelpDoesNotList(t *testing.T) {
 			r := f.pendingRecord(t, f.ids[0])
 			x.show(t.Context(), r)
 			shown := out.String()
-			if !strings.Contains(shown, tt.want+"\n") || !strings.Contains(shown, "takes any value  "+tt.mark+"\n") {
+			if !strings.Contains(shown, tt.want+"\n") || !strings.Contains(shown, "takes any value  "+tt.mark) {
 				t.Errorf("show lacks the marks:\n%s", shown)
 			}
 			for _, ap := range []approval{{grant: watchOnce}, {grant: watchHour}, {apply: true}} {

@@ -176,7 +176,7 @@ func TestCatalogMarksDangers(t *testing.T) {
 			[]CatalogRule{{Subcommand: []string{}, Flags: []string{"-c", "-C"}}, {Subcommand: []string{"log"}, Flags: []string{"-c"}}},
 			"      # - subcommand: []\n" +
 				"      #   flags: []                     # has -c -C\n" +
-				"      #   careful: -c sends-credentials, runs-code\n" +
+				"      #   careful: -c sends-credentials, runs-code; -C runs-code\n" +
 				"      #   arg_constraints: { positional_max: 0 }\n" +
 				"      # - subcommand: [log]\n" +
 				"      #   flags: []                     # has -c\n" +

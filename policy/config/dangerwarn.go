@@ -96,27 +96,15 @@ func deniedRule(deny []*policy.DenyRule, sub []string) bool {
 }
 
 // flagFinding is what the catalog says about flag under sub, and the
-// catalogued flag it stands for: itself, or for a long flag the catalog
-// says nothing about, every catalogued long flag of the CLI that it
-// abbreviates ("--endpoint-url" for "--endpoint-u"). as is "" when the
-// finding is the flag's own.
+// catalogued flag it stands for when the CLI takes it as an abbreviation
+// of that one ("--endpoint-url" for "--endpoint-u"; the catalog knows
+// which CLIs do). as is "" when the finding is the flag's own.
 func flagFinding(cat catalog, cli string, sub []string, flag string) (f danger.Finding, as string) {
 	f = cat.LookupFlag(cli, sub, flag)
-	name := danger.FlagName(flag)
-	if len(f.Classes) > 0 || !strings.HasPrefix(name, "--") || len(name) < 4 {
-		return f, ""
+	if rest, ok := strings.CutPrefix(f.Why, "abbreviates "); ok {
+		as, _, _ = strings.Cut(rest, ":")
 	}
-	var full []string
-	for _, e := range cat.Entries() {
-		if e.CLI != cli || !strings.HasPrefix(e.Flag, name) || e.Flag == name || slices.Contains(full, e.Flag) {
-			continue
-		}
-		if g := cat.LookupFlag(cli, sub, e.Flag); len(g.Classes) > 0 {
-			f.Classes = f.Classes.Union(g.Classes)
-			full = append(full, e.Flag)
-		}
-	}
-	return f, strings.Join(full, ", ")
+	return f, as
 }
 
 // isSwitch reports whether flag takes no value, so no pattern can hold

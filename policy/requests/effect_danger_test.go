@@ -89,10 +89,9 @@ func TestRuleEffectDanger(t *testing.T) {
 		{name: "by its key alone that tool is unknown",
 			tool: "mygit", ruleFlags: []string{"-c"}, requested: []string{"-c"}, constraints: map[string]*policy.Constraint{"-c": {Type: "string"}},
 			line: "  -c  takes any value"},
-		{name: "a bidi override after a generic name is escaped and keeps the catalog's class",
+		{name: "a bidi override after a generic name is escaped, and makes a name no tool reads as that flag: no class",
 			tool: "mytool", sub: []string{"get"}, ruleFlags: []string{"--endpoint\u202eevil"}, requested: []string{"--endpoint\u202eevil"},
-			line:        `  --endpoint\u202eevil  takes any value  ! sends-credentials: sends your credentials to the host it names`,
-			unconfirmed: []string{`--endpoint\u202eevil (sends-credentials)`}},
+			line: `  --endpoint\u202eevil  takes any value`},
 		{name: "a control character inside a catalogued name makes another flag, with no class",
 			tool: "psql", ruleFlags: []string{"-\x1b[2Jh"}, requested: []string{"-\x1b[2Jh"},
 			line: `  -\x1b[2Jh  takes any value`},
@@ -213,8 +212,7 @@ func TestExactLinesForDanger(t *testing.T) {
 		{"a flag repeated is shown once, its value ignored", "aws", []string{"s3", "ls"}, []string{"--endpoint-url=x", "--endpoint-url"},
 			[]string{"  ! --endpoint-url: sends-credentials: sends your credentials to the host it names"}},
 		{"harmless flags add nothing", "git", []string{"status"}, []string{"--short"}, nil},
-		{"a hostile flag name is escaped", "mytool", []string{"get"}, []string{"--endpoint\u202e"},
-			[]string{`  ! --endpoint\u202e: sends-credentials: sends your credentials to the host it names`}},
+		{"a hostile flag name is no flag the catalog knows", "mytool", []string{"get"}, []string{"--endpoint\u202e"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
