@@ -260,6 +260,16 @@ func (p *Policy) Tools() []string {
 	return names
 }
 
+// Binary returns tool's binary as the config names it, with rules or
+// without; "" for an unknown tool. The danger catalog knows a tool by its
+// binary (tools.mygit with /usr/bin/git is git).
+func (p *Policy) Binary(tool string) string {
+	if t := p.tools[tool]; t != nil {
+		return t.binary
+	}
+	return ""
+}
+
 // HasTool reports whether the config has tool, with rules or without.
 func (p *Policy) HasTool(tool string) bool {
 	_, ok := p.tools[tool]

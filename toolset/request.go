@@ -435,13 +435,10 @@ func elicitable(st *State, r requests.Request) (effect []string, why string) {
 // user (requests.Effect.Unconfirmed lists what, after it).
 const DangerReason = "it can hand your credentials away and approving it needs a typed confirmation"
 
-// binaryOf is tool's binary as p holds it (each of its rules carries it);
-// "" for a tool without rules, which the catalog then knows by its key.
+// binaryOf is tool's binary as p holds it, rules or none; "" for a tool
+// the config does not have, which the catalog then knows by its key.
 func binaryOf(p *policy.Policy, tool string) string {
-	if rules := p.ToolRules(tool); len(rules) > 0 {
-		return rules[0].Binary()
-	}
-	return ""
+	return p.Binary(tool)
 }
 
 // question is the elicitation's message and form: the client's name first,

@@ -49,8 +49,10 @@ func TestElicitable(t *testing.T) {
 		Deny:  []*policy.DenyRule{{Subcommand: []string{"config"}}}},
 		// A tool key the catalog does not know, for a binary it does.
 		policy.Tool{Name: "db", Binary: "/usr/bin/psql", Allow: []*policy.AllowRule{{Subcommand: []string{"query"}}}},
-		policy.Tool{Name: "aws", Binary: "/usr/local/bin/aws", Allow: []*policy.AllowRule{{Subcommand: []string{"s3", "ls"}}}})
-	helps := flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"},
+		policy.Tool{Name: "aws", Binary: "/usr/local/bin/aws", Allow: []*policy.AllowRule{{Subcommand: []string{"s3", "ls"}}}},
+		// A tool with no rules yet, under a key the catalog does not know.
+		policy.Tool{Name: "store", Binary: "/usr/local/bin/aws"})
+	helps := flagHelps{"git status": {"--short", "-s"}, "git push": {"--force"}, "store s3 ls": {"--debug"},
 		"db query": {"-h", "--csv"}, "aws s3 ls": {"--endpoint-url", "--recursive"}}
 	st := &State{Policy: p, Helps: helps, Preview: newRulePreview}
 	// held is a config whose rule holds --endpoint-url's value by a pattern.
@@ -116,6 +118,10 @@ func TestElicitable(t *testing.T) {
 		{"a harmless flag of the same tool", st, requests.Request{Tool: "aws", Subcommand: []string{"s3", "ls"}, Flags: []string{"--recursive"}}, ""},
 		{"the catalog knows a tool by its binary", st, requests.Request{Tool: "db", Subcommand: []string{"query"}, Flags: []string{"--csv", "-h"}},
 			DangerReason + ": -h (sends-credentials)"},
+		// aws --debug logs every request's headers, the session token
+		// among them; no generic name catches it.
+		{"the catalog knows a tool with no rules by its binary too", st, requests.Request{Tool: "store", Subcommand: []string{"s3", "ls"}, Flags: []string{"--debug"}},
+			DangerReason + ": --debug (prints-credentials)"},
 		{"an exact call that sends the credentials: its values are fixed and shown", st, func() requests.Request {
 			command, ok := p.Command(policy.Call{Tool: "aws", Subcommand: []string{"s3", "ls"}, Params: map[string]any{}})
 			if !ok {

@@ -20,15 +20,12 @@ const IKnow = "i-know"
 // formIKnowOption is how a refusal on the page names the confirmation.
 const formIKnowOption = `"` + IKnow + `" typed in the confirmation field`
 
-// catalogCLI names the catalog's CLI for tool (danger.CLI): by its binary,
-// which the policy in service holds on each of the tool's rules, else by
-// its key.
+// catalogCLI names the catalog's CLI for tool (danger.CLI): by its binary
+// in the policy in service, rules or none, else by its key.
 func catalogCLI(p *policy.Policy, tool string) string {
 	binary := ""
 	if p != nil {
-		if rules := p.ToolRules(tool); len(rules) > 0 {
-			binary = rules[0].Binary()
-		}
+		binary = p.Binary(tool)
 	}
 	return danger.CLI(tool, binary)
 }

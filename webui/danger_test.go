@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wraptool/wraptool/policy"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
@@ -321,5 +322,27 @@ func TestApplyFormNeedsIKnow(t *testing.T) {
 	}
 	if f.status(t, id) != requests.StatusApproved || string(configtest.ReadFile(t, f.config)) == before {
 		t.Errorf("an apply confirmed with i-know did not apply")
+	}
+}
+
+// TestCatalogCLIIsTheBinarys: the catalog knows a tool by its binary, with
+// rules or none (tools.store with /usr/local/bin/aws and no rule yet is
+// aws, so its --debug is prints-credentials), else by its key.
+func TestCatalogCLIIsTheBinarys(t *testing.T) {
+	t.Parallel()
+	p, err := policy.New([]policy.Tool{
+		{Name: "store", Binary: "/usr/local/bin/aws"},
+		{Name: "git", Binary: "/opt/wrapped"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ tool, want string }{{"store", "aws"}, {"git", "git"}, {"nope", "nope"}} {
+		if got := catalogCLI(p, tt.tool); got != tt.want {
+			t.Errorf("catalogCLI(%q) = %q, want %q", tt.tool, got, tt.want)
+		}
+	}
+	if got := catalogCLI(nil, "store"); got != "store" {
+		t.Errorf("catalogCLI(nil, store) = %q", got)
 	}
 }
