@@ -249,6 +249,16 @@ func TestSSESessionIsInitialisedWithItsTokensLastParams(t *testing.T) {
 	h.postSSE(t, first.id, "secret-token", init)
 	first.answers(t, "1")
 	first.close()
+	// The first session leaves the server's list when its stream's end
+	// reaches the SDK; until then sessionNamed could find it instead.
+	waitUntil(t, "the first session to end", func() bool {
+		for ss := range h.server.Sessions() {
+			if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name == "claude-code" {
+				return false
+			}
+		}
+		return true
+	})
 
 	second := h.openSSEEvents(t, "secret-token")
 	defer second.close()

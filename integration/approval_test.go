@@ -483,6 +483,21 @@ func TestElicitationGoSDK(t *testing.T) {
 				t.Errorf("a second call ran on the once-grant: %s", text)
 			}
 		})
+		t.Run(name+"/a flag that writes files is asked, its class beside it", func(t *testing.T) {
+			a := &asker{action: "decline"}
+			session := connectWith(t, s, a.client(t), elicitToken, protocol)
+			if _, err := session.CallTool(bounded(t), &mcp.CallToolParams{Name: requestTool,
+				Arguments: askFor("fake", []string{"status"}, []string{"--output"}, "save the report "+name, "")}); err != nil {
+				t.Fatal(err)
+			}
+			q := a.questions()
+			if len(q) != 1 {
+				t.Fatalf("asked %d times, want once", len(q))
+			}
+			if want := "  --output  takes any value  — write the report to FILE  ! writes-files: writes a file it names\n"; !strings.Contains(q[0].Message, want) {
+				t.Errorf("message %q lacks %q", q[0].Message, want)
+			}
+		})
 		t.Run(name+"/decline denies", func(t *testing.T) {
 			a := &asker{action: "decline"}
 			session := connectWith(t, s, a.client(t), elicitToken, protocol)
@@ -516,6 +531,9 @@ func TestElicitationGoSDK(t *testing.T) {
 		{"a flag on a subcommand whose help cannot be learned", elicitToken, askFor("fake", []string{"nohelp"}, []string{"--depth"}, "help unknown", ""), false},
 		{"a tool the config does not have", elicitToken, askFor("nosuch", []string{"show"}, nil, "unknown tool", ""), false},
 		{"a subcommand a deny rule covers", elicitToken, askFor("fake", []string{"secret"}, nil, "denied sub", ""), false},
+		// --exec runs a program (the generic --exec* name): a click cannot
+		// carry the typed confirmation granting it needs.
+		{"a flag that runs code", elicitToken, askFor("fake", []string{"show"}, []string{"--exec"}, "run it", ""), false},
 		{"an empty subcommand", elicitToken, askFor("fake", []string{}, []string{"--depth"}, "empty sub", ""), false},
 	}
 	for _, tc := range never {

@@ -207,6 +207,8 @@ The fake CLI of wraptool's tests (%s).
   -m, --message=MSG          use MSG as the message
       --depth=NUM            limit to NUM commits
       --color[=WHEN]         colorize the output; WHEN is always, never or auto
+  -o, --output=FILE          write the report to FILE
+      --exec=CMD             run CMD on the report
   -h, --help                 display this help and exit
 `, name, name)
 }
