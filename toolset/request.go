@@ -410,8 +410,11 @@ func elicitable(st *State, r requests.Request) (effect []string, why string) {
 		if err := rec.Grantable(p, st.PolicyHash); err != nil {
 			return nil, err.Error()
 		}
-		// An exact grant allows the call's own values, shown whole in
-		// the question: its classes are shown, and one click may decide.
+		// An exact grant of what can hand the credentials away needs the
+		// same typed confirmation as a rule's, which a click cannot carry.
+		if unc, _ := requests.ExactUnconfirmed(cli, &rec); len(unc) > 0 {
+			return nil, DangerReason + ": " + strings.Join(unc, ", ")
+		}
 		return requests.ExactLinesFor(cli, &rec, ""), ""
 	}
 	if st.Preview == nil {

@@ -122,14 +122,14 @@ func TestElicitable(t *testing.T) {
 		// among them; no generic name catches it.
 		{"the catalog knows a tool with no rules by its binary too", st, requests.Request{Tool: "store", Subcommand: []string{"s3", "ls"}, Flags: []string{"--debug"}},
 			DangerReason + ": --debug (prints-credentials)"},
-		{"an exact call that sends the credentials: its values are fixed and shown", st, func() requests.Request {
+		{"an exact call that sends the credentials: its value is fixed, but a click cannot carry the confirmation", st, func() requests.Request {
 			command, ok := p.Command(policy.Call{Tool: "aws", Subcommand: []string{"s3", "ls"}, Params: map[string]any{}})
 			if !ok {
 				t.Fatal("no command for aws s3 ls")
 			}
 			return requests.Request{Tool: "aws", Subcommand: []string{"s3", "ls"}, Flags: []string{"--endpoint-url"},
 				Call: &requests.Call{Tool: "aws_s3_ls", Arguments: []byte(`{}`), Command: command}}
-		}(), ""},
+		}(), DangerReason + ": --endpoint-url (sends-credentials)"},
 		{"a capability whose effect cannot be computed", noPreview, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
 			"what approving grants cannot be computed"},
 		{"a capability whose grant would be refused", refused, requests.Request{Tool: "git", Subcommand: []string{"status"}, Flags: []string{"--short"}},
@@ -427,8 +427,11 @@ func TestElicitationIsNotSentWhereAFlagIsNotListed(t *testing.T) {
 		{"a flag that runs a program, with no pattern on its value, is not asked about", helps, false, "status", "--exec-path", false, false, ""},
 		{"a flag that writes a file is asked about, its class shown", helps, false, "status", "--output", true, false,
 			"  --output  takes any value  ! writes-files: writes a file it names"},
-		{"an exact call with a flag that runs a program is asked about, its class shown", helps, true, "status", "--exec-path", true, false,
-			"  ! --exec-path: runs-code: runs a program it names, with your credentials"},
+		// Its value is fixed, but granting it takes the typed confirmation
+		// a click cannot carry.
+		{"an exact call with a flag that runs a program is not asked about", helps, true, "status", "--exec-path", false, false, ""},
+		{"an exact call with a flag that writes a file is asked about, its class shown", helps, true, "status", "--output", true, false,
+			"  ! --output: writes-files: writes a file it names"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

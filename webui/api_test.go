@@ -434,6 +434,17 @@ func TestAPIApproveExactCall(t *testing.T) {
 		{name: "unlisted_ok grants it", sub: []string{"push"}, flags: []string{"--verb"},
 			params: map[string]any{"verb": true}, body: `{"once":true,"unlisted_ok":true}`, want: 200, wantGrant: true,
 			wantOnce: true, wantUntil: 24 * time.Hour},
+		// --receive-pack names a program (runs-code): a fixed value is still
+		// granted only with i_know, and never when it is too long to show.
+		{name: "an exact call that runs a program needs i_know", sub: []string{"push"}, flags: []string{"--receive-pack"},
+			params: map[string]any{"receive-pack": "git-receive-pack"}, body: `{"once":true,"unlisted_ok":true}`, want: 422,
+			wantErr: "no pattern holds it: --receive-pack (runs-code); approve with i_know"},
+		{name: "i_know grants it", sub: []string{"push"}, flags: []string{"--receive-pack"},
+			params: map[string]any{"receive-pack": "git-receive-pack"}, body: `{"once":true,"unlisted_ok":true,"i_know":true}`, want: 200,
+			wantGrant: true, wantOnce: true, wantUntil: 24 * time.Hour},
+		{name: "a value too long to show whole is refused even with i_know", sub: []string{"push"}, flags: []string{"--receive-pack"},
+			params: map[string]any{"receive-pack": "git-receive-pack" + strings.Repeat("_", 300) + "; id"}, body: `{"once":true,"unlisted_ok":true,"i_know":true}`,
+			want: 422, wantErr: "is longer than the 200 characters shown whole"},
 		{name: "a plain approval records no grant", sub: []string{"push"}, flags: []string{"--force"}, params: push, body: `{}`, want: 200},
 		{name: "apply merges its capability into the config", sub: []string{"push"}, flags: []string{"--force"}, params: push,
 			body: `{"apply":true}`, want: 200, wantConf: "          - --force\n"},

@@ -266,16 +266,15 @@ func formIKnow(r *http.Request) bool {
 	return strings.TrimSpace(r.PostFormValue("i_know")) == IKnow
 }
 
-// applyPreviewPath is the apply preview of request id, carrying what the
-// operator already confirmed on the review page (unlisted_ok, i_know), so
-// the preview's Confirm apply form holds it too.
-func applyPreviewPath(id string, unlistedOK, iKnow bool) string {
+// applyPreviewPath is the apply preview of request id, carrying the
+// unlisted_ok box the operator ticked on the review page. i-know is never
+// carried: a link (which the assistant, knowing its request's id, could
+// hand the operator) must not arrive with the confirmation typed, so the
+// preview asks for it again.
+func applyPreviewPath(id string, unlistedOK, _ bool) string {
 	q := url.Values{}
 	if unlistedOK {
 		q.Set("unlisted_ok", "1")
-	}
-	if iKnow {
-		q.Set("i_know", IKnow)
 	}
 	if len(q) == 0 {
 		return requestPath(id, "apply")
@@ -328,7 +327,6 @@ func (u *UI) previewPage(w http.ResponseWriter, r *http.Request, s site, id stri
 	v.addDanger(rec, newEffects(s).of(rec))
 	d := pageData{Title: "Apply " + v.IDText, SignedIn: true, CSRF: ref.csrf, Pending: pending, Counted: true,
 		Flash: u.sessions.takeFlash(ref), Req: &v, Preview: preview(s, rec, r.URL.Query().Get("unlisted_ok") != "")}
-	d.Preview.IKnow = r.URL.Query().Get("i_know") == IKnow
 	u.render(w, http.StatusOK, "preview", d)
 }
 

@@ -20,6 +20,15 @@ const IKnow = "i-know"
 // formIKnowOption is how a refusal on the page names the confirmation.
 const formIKnowOption = `"` + IKnow + `" typed in the confirmation field`
 
+// option names the confirmation a refusal asks for: the form's words, or
+// the API's field.
+func (a approval) option() string {
+	if a.confirmWith == "" {
+		return "i_know"
+	}
+	return a.confirmWith
+}
+
 // catalogCLI names the catalog's CLI for tool (danger.CLI): by its binary
 // in the policy in service, rules or none, else by its key.
 func catalogCLI(p *policy.Policy, tool string) string {
@@ -129,7 +138,17 @@ func dangerOf(r *requests.Record, e requests.Effect) []dangerJSON {
 // or when the merge is refused (the grant or apply then refuses in its own
 // words).
 func dangerRefusal(s site, r *requests.Record, a approval) error {
-	if a.iKnow || !(a.apply || (a.grant != nil && r.Call == nil)) {
+	if r.Call != nil && a.grant != nil {
+		unc, hidden := requests.ExactUnconfirmed(catalogCLI(s.Policy, r.Tool), r)
+		switch {
+		case hidden:
+			return &refusal{http.StatusUnprocessableEntity, requests.ExactHiddenRefusal(r.ID, unc)}
+		case len(unc) > 0 && !a.iKnow:
+			return &refusal{http.StatusUnprocessableEntity, requests.DangerRefusal(r.ID, unc, a.option())}
+		}
+		return nil
+	}
+	if a.iKnow || !(a.apply || a.grant != nil) {
 		return nil
 	}
 	rule, _, err := edit.PreviewApply(s.ConfigPath, r.Tool, r.Subcommand, r.Flags, s.Paths)
@@ -137,11 +156,7 @@ func dangerRefusal(s site, r *requests.Record, a approval) error {
 		return nil
 	}
 	if unc := requests.RuleEffectFor(s.Helps, catalogCLI(s.Policy, r.Tool), r, rule).Unconfirmed(); len(unc) > 0 {
-		option := a.confirmWith
-		if option == "" {
-			option = "i_know"
-		}
-		return &refusal{http.StatusUnprocessableEntity, requests.DangerRefusal(r.ID, unc, option)}
+		return &refusal{http.StatusUnprocessableEntity, requests.DangerRefusal(r.ID, unc, a.option())}
 	}
 	return nil
 }

@@ -294,15 +294,20 @@ func TestApplyFormNeedsIKnow(t *testing.T) {
 	before := string(configtest.ReadFile(t, f.config))
 
 	w := f.post(t, cookie, "/requests/"+id+"/decide", url.Values{"csrf": {csrf}, "action": {"apply"}, "i_know": {"i-know"}})
-	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != requestPath(id, "apply")+"?i_know=i-know" {
-		t.Fatalf("apply: %d to %q, want 303 to the preview carrying i_know", w.Code, w.Header().Get("Location"))
+	// The preview asks for i-know again: a link (the assistant knows its
+	// request's id) must never arrive with the confirmation typed.
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != requestPath(id, "apply") {
+		t.Fatalf("apply: %d to %q, want 303 to the preview, carrying nothing", w.Code, w.Header().Get("Location"))
 	}
-	preview := f.do(t, call{target: w.Header().Get("Location"), cookie: cookie}).Body.String()
-	for _, want := range []string{`name="i_know" autocomplete="off" autocapitalize="off" spellcheck="false" size="8" aria-label="type i-know to confirm" value="i-know"`,
+	preview := f.do(t, call{target: w.Header().Get("Location") + "?i_know=i-know", cookie: cookie}).Body.String()
+	for _, want := range []string{`name="i_know" autocomplete="off" autocapitalize="off" spellcheck="false" size="8" aria-label="type i-know to confirm">`,
 		`<strong class="danger grave">! runs-code: runs a program it names, with your credentials</strong>`} {
 		if !strings.Contains(preview, want) {
 			t.Errorf("the preview does not hold %q:\n%s", want, preview)
 		}
+	}
+	if strings.Contains(preview, `value="i-know"`) {
+		t.Errorf("a link filled in the confirmation:\n%s", preview)
 	}
 	plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(preview)
 	if plan == nil {

@@ -77,13 +77,12 @@ type requestView struct {
 	// subcommand does by itself (requests.DangerText; "" for nothing) and
 	// whether that is grave; Unconfirmed lists, joined, what a grant or an
 	// apply hands away with no pattern holding it (requests.Effect.
-	// Unconfirmed), so those forms ask for i-know typed; ConfirmGrants says
-	// the grant buttons need it too (not for an exact call, whose grant
-	// allows only its own values, shown above).
-	SubDanger     string
-	SubGrave      bool
-	Unconfirmed   string
-	ConfirmGrants bool
+	// Unconfirmed), so the grant and apply forms ask for i-know typed (an
+	// exact call's grants as well: its values are fixed, but a host or a
+	// program is confirmed in words all the same).
+	SubDanger   string
+	SubGrave    bool
+	Unconfirmed string
 
 	// An exact-call request: a grant allows exactly this command, escaped as
 	// the CLI shows it, in this directory.
@@ -157,9 +156,6 @@ type previewView struct {
 	Effect     requests.Effect // the rule as it will stand
 	Plan       string          // identifies Before and After, so Confirm applies what was shown
 	UnlistedOK bool
-	// IKnow fills the confirmation field with what the operator typed on
-	// the review page.
-	IKnow      bool
 	ConfirmURL string
 }
 
@@ -234,7 +230,6 @@ func (v *requestView) addDanger(r *requests.Record, e requests.Effect) {
 	}
 	if unc := e.Unconfirmed(); len(unc) > 0 {
 		v.Unconfirmed = strings.Join(unc, ", ")
-		v.ConfirmGrants = r.Call == nil
 	}
 }
 

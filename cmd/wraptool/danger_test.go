@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/wraptool/wraptool/policy"
+	"github.com/wraptool/wraptool/policy/config"
 	"github.com/wraptool/wraptool/policy/config/configtest"
 	"github.com/wraptool/wraptool/policy/requests"
 )
@@ -158,3 +162,61 @@ tools:
 // dangerWarning matches config validate's warnings of the danger catalog's
 // classes.
 var dangerWarning = regexp.MustCompile(`^warning: .* is (sends-credentials|runs-code|prints-credentials|writes-files|reads-files)\b`)
+
+// TestExactGrantsOfWhatCanHandCredentialsAway: an exact-call grant fixes
+// the call's values, but a grant of one that runs a program still takes
+// --i-know; and one whose value is longer than the screen shows whole
+// (a long --receive-pack value can end in "; id") is refused whatever is
+// confirmed.
+func TestExactGrantsOfWhatCanHandCredentialsAway(t *testing.T) {
+	t.Parallel()
+	exact := func(f *requestsFixture, value string) requests.Request {
+		r := f.exactPush(t)
+		l, err := config.LoadFile(t.Context(), f.config, &config.LoadOptions{Paths: &config.Options{Getenv: func(k string) string { return f.env[k] }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		command, ok := l.Policy.Command(policy.Call{Tool: "git", Subcommand: []string{"push"}, Params: map[string]any{"receive-pack": value}})
+		if !ok {
+			t.Fatal("no command")
+		}
+		raw, _ := json.Marshal(map[string]string{"receive-pack": value})
+		args, err := requests.CanonicalArguments(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Flags, r.Call.Arguments, r.Call.Command = []string{"--receive-pack"}, args, command
+		return r
+	}
+	long := "git-receive-pack" + strings.Repeat("_", 300) + "; id > /tmp/PWNED"
+	tests := []struct {
+		name, value string
+		args        []string
+		wantCode    int
+		want        string
+		status      string
+	}{
+		{"--yes alone is refused", "git-receive-pack", []string{"--once", "--yes"}, 1,
+			"it allows what can hand your credentials away, and no pattern holds it: --receive-pack (runs-code); approve with --i-know", "pending"},
+		{"--i-know grants it", "git-receive-pack", []string{"--once", "--i-know"}, 0, "approved ID once", "approved"},
+		{"a value too long to show whole is refused, --i-know or not", long, []string{"--once", "--i-know"}, 1,
+			"not granted, ID stays pending: it allows what can hand your credentials away (--receive-pack (runs-code)), and a word of its command is longer than the 200 characters shown whole", "pending"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newRequestsFixture(t)
+			s, err := requests.Submit(t.Context(), f.log, exact(f, tt.value), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := f.run(t, append([]string{"requests", "approve", s.ID}, tt.args...)...)
+			if code != tt.wantCode || !strings.Contains(stdout+stderr, strings.ReplaceAll(tt.want, "ID", s.ID)) {
+				t.Errorf("exit %d (want %d)\nstdout:\n%s\nstderr:\n%s\nwant %q", code, tt.wantCode, stdout, stderr, tt.want)
+			}
+			if got := f.record(t, s.ID).Status; got != tt.status {
+				t.Errorf("status %q, want %q", got, tt.status)
+			}
+		})
+	}
+}

@@ -387,8 +387,10 @@ func (a *app) approve(ctx context.Context, id string, ap approval) error {
 	if err := o.refusal(r, ap, previewErr); err != nil {
 		return err
 	}
-	unconfirmed := a.unconfirmed(o, r, ap)
+	unconfirmed, hidden := a.unconfirmed(o, r, ap)
 	switch {
+	case hidden:
+		return errors.New(requests.ExactHiddenRefusal(r.ID, unconfirmed))
 	case len(unconfirmed) > 0 && !ap.iKnow && (ap.yes || !a.interactive()):
 		// --yes answers "approve?", not this: it is asked for by name.
 		return errors.New(requests.DangerRefusal(r.ID, unconfirmed, "--i-know"))
@@ -566,20 +568,24 @@ func (o *operator) cli(tool string) string {
 
 // unconfirmed lists what approving r as ap hands the assistant that can
 // send the credentials away, run code with them or print them, with no
-// pattern holding it (requests.Effect.Unconfirmed): a grant or an apply of
-// it needs the operator to say so in words. An exact-call grant needs
-// nothing more: its values are fixed and shown. nil when nothing needs
-// confirming, or the effect cannot be computed (then the approval is
-// refused for that).
-func (a *app) unconfirmed(o *operator, r *requests.Record, ap approval) []string {
-	if ap.recordsOnly() || (r.Call != nil && !ap.apply) {
-		return nil
+// pattern holding it (requests.Effect.Unconfirmed; for an exact-call
+// grant, its grave flags and subcommand): a grant or an apply of it needs
+// the operator to say so in words. hidden says an exact call's command
+// cannot be shown whole, so no confirmation can be informed and the grant
+// is refused. nil when nothing needs confirming, or the effect cannot be
+// computed (then the approval is refused for that).
+func (a *app) unconfirmed(o *operator, r *requests.Record, ap approval) (unconfirmed []string, hidden bool) {
+	if ap.recordsOnly() {
+		return nil, false
+	}
+	if r.Call != nil && !ap.apply {
+		return requests.ExactUnconfirmed(o.cli(r.Tool), r)
 	}
 	rule, _, err := edit.PreviewApply(o.path, r.Tool, r.Subcommand, r.Flags, a.configOptions())
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	return requests.RuleEffectFor(o.loaded.Helps, o.cli(r.Tool), r, rule).Unconfirmed()
+	return requests.RuleEffectFor(o.loaded.Helps, o.cli(r.Tool), r, rule).Unconfirmed(), false
 }
 
 // learnHelps learns the help of r's subcommand when the cache lacks it, so

@@ -122,7 +122,10 @@ func (x *logDecider) approve(ctx context.Context, r *requests.Record, ap approva
 		}
 		return err
 	}
-	if unc := x.a.unconfirmed(o, cur, ap); len(unc) > 0 && !ap.iKnow {
+	switch unc, hidden := x.a.unconfirmed(o, cur, ap); {
+	case hidden:
+		return errors.New(requests.ExactHiddenRefusal(cur.ID, unc))
+	case len(unc) > 0 && !ap.iKnow:
 		return errors.New(requests.DangerRefusal(cur.ID, unc, iKnowHint))
 	}
 	return x.a.recordApproval(ctx, o, cur, ap, requests.DecidedByWatch)
@@ -153,9 +156,9 @@ func (x *logDecider) grave(ctx context.Context, r *requests.Record) string {
 	if err != nil {
 		return ""
 	}
-	unc := x.a.unconfirmed(o, r, approval{grant: watchOnce})
-	if len(unc) == 0 {
-		return ""
+	unc, hidden := x.a.unconfirmed(o, r, approval{grant: watchOnce})
+	if len(unc) == 0 || hidden {
+		return "" // a hidden one is refused whatever is typed
 	}
 	return "approving hands the assistant what can send your credentials away, run code with them or print them, " +
 		"and no pattern holds it: " + strings.Join(unc, ", ")

@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -210,13 +211,55 @@ func ExactLines(c *Call, unlisted string) []string {
 }
 
 // ExactLinesFor is ExactLines for exact-call request r with what the
-// catalog says of its subcommand and of each flag the call gives (cli as
-// for RuleEffectFor), one line each. The classes are shown but ask for no
-// typed confirmation: an exact grant allows the call's own values, fixed
-// and shown whole in the command line, and nothing else, so the operator
-// sees the host or program it names before deciding.
+// catalog says of its subcommand (with the call's positional arguments:
+// a bare gh rule called with auth token runs gh auth token) and of each
+// flag the call gives (cli as for RuleEffectFor), one line each.
 func ExactLinesFor(cli string, r *Record, unlisted string) []string {
-	return exactLines(r.Call, unlisted, danger.Explain(cli, r.Subcommand, r.Flags))
+	return exactLines(r.Call, unlisted, exactTouches(cli, r))
+}
+
+// exactTouches is what the catalog says of exact-call request r's command.
+func exactTouches(cli string, r *Record) []danger.Touch {
+	path := slices.Concat(r.Subcommand, r.Call.Args())
+	touches := danger.Explain(cli, r.Subcommand, r.Flags)
+	if f := danger.LookupSubcommand(cli, path); len(f.Classes) > 0 && (len(touches) == 0 || touches[0].Flag != "") {
+		touches = append([]danger.Touch{{Finding: f}}, touches...)
+	}
+	return touches
+}
+
+// ExactUnconfirmed is Unconfirmed for a grant of exact-call request r: its
+// grave findings, as display strings. The call's values are fixed, but an
+// operator in a hurry confirms a host or a program no more than a flag, so
+// granting them takes the same typed confirmation. hidden says a word of
+// the command is longer than the screens show whole (Whole): then no
+// confirmation can be an informed one, and the grant is refused
+// (ExactHiddenRefusal) — a long --upload-pack value can end in "; id".
+func ExactUnconfirmed(cli string, r *Record) (unconfirmed []string, hidden bool) {
+	for _, t := range exactTouches(cli, r) {
+		if !t.Classes.Grave() {
+			continue
+		}
+		what := "the subcommand itself"
+		if t.Flag != "" {
+			what = Token(t.Flag)
+		}
+		unconfirmed = append(unconfirmed, what+" ("+t.Classes.String()+")")
+	}
+	if len(unconfirmed) > 0 {
+		hidden = slices.ContainsFunc(r.Call.Command, func(w string) bool { return !Whole(w) }) || !Whole(r.Call.Cwd)
+	}
+	return unconfirmed, hidden
+}
+
+// ExactHiddenRefusal is why a grant of exact-call request id is refused
+// whatever is confirmed: it hands the assistant what can send the
+// credentials away, and part of its command cannot be shown whole.
+func ExactHiddenRefusal(id string, unconfirmed []string) string {
+	return "not granted, " + Token(id) + " stays pending: it allows what can hand your credentials away (" +
+		strings.Join(unconfirmed, ", ") + "), and a word of its command is longer than the " +
+		strconv.Itoa(MaxTokenDisplay) + " characters shown whole, so nobody can read what it grants; " +
+		"deny it, or allow what you mean with a rule and a pattern"
 }
 
 // exactLines renders an exact call with the catalog's findings touches.

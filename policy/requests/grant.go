@@ -117,6 +117,18 @@ func CanonicalArguments(raw json.RawMessage) (json.RawMessage, error) {
 // ErrInvalidCall: arguments in canonical form (none or null stand for {})
 // of at most MaxArgumentsBytes, a command of 1 to MaxCommandTokens tokens,
 // an absolute cwd, and a tool, dir and policy.
+// Args are the call's positional arguments, as its arguments give them
+// ("args"); nil when there are none or they do not decode.
+func (c *Call) Args() []string {
+	var a struct {
+		Args []string `json:"args"`
+	}
+	if c == nil || json.Unmarshal(c.Arguments, &a) != nil {
+		return nil
+	}
+	return a.Args
+}
+
 func (c *Call) checked() (*Call, error) {
 	bad := func(format string, args ...any) (*Call, error) {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidCall, fmt.Sprintf(format, args...))
