@@ -668,6 +668,12 @@ func TestCheckExplain(t *testing.T) {
 			want: []string{"allowed by git_ls-remote: ", "  --upload-pack  runs-code: runs a program it names, with your credentials (a pattern holds its value)"},
 		},
 		{
+			name:     "positionals that complete a catalogued subcommand are that subcommand (a bare rule given auth print-access-token)",
+			args:     []string{"check", "--explain", "--", "gcloud", "auth", "print-access-token"},
+			wantCode: exitDenied,
+			want:     []string{"  the subcommand 'auth print-access-token'  prints-credentials: prints your credentials to the assistant"},
+		},
+		{
 			name: "an allowed line that touches nothing says so",
 			args: []string{"check", "--explain", "--", "git", "log", "--oneline"},
 			want: []string{"allowed by git_log: ", "explain: nothing in this command line is in the danger catalog"},

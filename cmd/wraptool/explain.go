@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/wraptool/wraptool/policy/danger"
@@ -50,8 +51,18 @@ func (c *checker) explain(v verdict) []touch {
 		}
 	}
 	written := c.writtenRule(tool, sub)
+	cli := danger.CLI(tool, binary)
+	touches := danger.Explain(cli, sub, flags)
+	if len(touches) == 0 || touches[0].Flag != "" {
+		// The rule's subcommand and the positionals after it run as one
+		// command line: a rule for gh auth given token runs gh auth token.
+		if path, f := positionalPath(cli, sub, v.words[min(1+len(sub), len(v.words)):]); len(f.Classes) > 0 {
+			sub = path
+			touches = append([]danger.Touch{{Finding: f}}, touches...)
+		}
+	}
 	var out []touch
-	for _, t := range danger.Explain(danger.CLI(tool, binary), sub, flags) {
+	for _, t := range touches {
 		e := touch{Flag: t.Flag, Classes: t.Classes.Names(), Effect: t.Classes.Effect(), Why: t.Why}
 		if t.Flag == "" {
 			e.Subcommand = strings.Join(sub, " ")
@@ -88,4 +99,35 @@ func explainText(touches []touch) string {
 		b.WriteString("\n    " + t.Why + "\n")
 	}
 	return b.String()
+}
+
+// positionalPath finds a catalogued subcommand that sub and the words
+// after it reach: the leading words that are not flags, else every such
+// word (a flag's value among them can only add a finding, never hide
+// one). It returns the path and what the catalog says of it.
+func positionalPath(cli string, sub, rest []string) ([]string, danger.Finding) {
+	var leading, all []string
+	inLeading := true
+	for _, w := range rest {
+		if w == "--" {
+			continue
+		}
+		if strings.HasPrefix(w, "-") {
+			inLeading = false
+			continue
+		}
+		if inLeading {
+			leading = append(leading, w)
+		}
+		all = append(all, w)
+	}
+	for _, words := range [][]string{leading, all} {
+		for n := len(words); n > 0; n-- {
+			path := append(slices.Clone(sub), words[:n]...)
+			if f := danger.LookupSubcommand(cli, path); len(f.Classes) > 0 {
+				return path, f
+			}
+		}
+	}
+	return nil, danger.Finding{}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,8 @@ func (c *Config) dangerWarnings(cat catalog) []Warning {
 			rp := tp.key("allow").index(i)
 			if f := cat.LookupSubcommand(cli, r.Subcommand); len(f.Classes) > 0 {
 				warn(rp.key("subcommand"), subcommandDanger(name, r.Subcommand, f))
+			} else if reach := reachable(cat, cli, t.Deny, r); len(reach) > 0 {
+				warn(rp.key("subcommand"), reachDanger(name, r.Subcommand, reach))
 			}
 			for j, flag := range r.Flags {
 				if slices.Contains(r.Seeded, flag) || r.Denies(flag) {
@@ -85,6 +88,73 @@ func (c *Config) dangerWarnings(cat catalog) []Warning {
 		return strings.Compare(a.Path, b.Path)
 	})
 	return out
+}
+
+// reachable lists the catalogued subcommands rule r reaches through its
+// positional arguments: wraptool runs the rule's subcommand followed by
+// them, so a rule for gh auth that takes any positional runs gh auth
+// token. An entry a deny rule covers is not reached (deny rules match the
+// whole command, positionals included), nor one the positional limit or
+// patterns keep out.
+func reachable(cat catalog, cli string, deny []*policy.DenyRule, r *policy.AllowRule) []danger.Entry {
+	var out []danger.Entry
+	for _, e := range cat.Entries() {
+		if e.CLI != cli || e.Flag != "" || len(e.Subcommand) <= len(r.Subcommand) ||
+			!slices.Equal(e.Subcommand[:len(r.Subcommand)], r.Subcommand) || deniedRule(deny, e.Subcommand) {
+			continue
+		}
+		if positionalsReach(r.ArgConstraints, e.Subcommand[len(r.Subcommand):]) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// positionalsReach reports whether positional arguments held by ac can be
+// the words rest: within positional_max, each matching its pattern (the
+// n-th of patterns, the last for the rest; pattern for every one). A
+// pattern that does not compile counts as matching: validation refuses it
+// anyway.
+func positionalsReach(ac policy.ArgConstraints, rest []string) bool {
+	if ac.PositionalMax != nil && *ac.PositionalMax < len(rest) {
+		return false
+	}
+	pats := ac.Expressions()
+	for i, w := range rest {
+		if len(pats) == 0 {
+			break
+		}
+		p := pats[min(i, len(pats)-1)]
+		if ac.Pattern != "" {
+			p = ac.Pattern
+		}
+		re, err := regexp.Compile(`^(?:` + p + `)$`)
+		if err == nil && !re.MatchString(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// reachDanger is the warning for a rule whose positional arguments reach
+// catalogued subcommands.
+func reachDanger(tool string, sub []string, reach []danger.Entry) string {
+	var cs danger.Classes
+	var names, denies []string
+	for _, e := range reach {
+		cs = cs.Union(e.Classes)
+		names = append(names, strings.TrimSpace(tool+" "+strings.Join(e.Subcommand, " ")))
+		denies = append(denies, "{subcommand: "+flowList(e.Subcommand, 0)+"}")
+	}
+	const most = 4
+	if len(names) > most {
+		names = append(names[:most], fmt.Sprintf("and %d more", len(names)-most))
+		denies = append(denies[:most], "…")
+	}
+	cmd := strings.TrimSpace(tool + " " + strings.Join(sub, " "))
+	return fmt.Sprintf("%s with positional arguments reaches %s, which is %s: it %s; hold the positionals "+
+		"(arg_constraints: { positional_max: 0 }, or patterns that leave these out), or add deny rules (deny: [%s])",
+		cmd, strings.Join(names, ", "), cs.String(), joinEffects(cs), strings.Join(denies, ", "))
 }
 
 // deniedRule reports whether a deny rule covers an allow rule for sub: a
