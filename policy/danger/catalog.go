@@ -2,6 +2,7 @@ package danger
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -43,6 +44,10 @@ type Pattern struct {
 	Classes Classes
 	// Why says why the name is caught.
 	Why string
+	// Over names the patterns this one wins over: when both match a flag,
+	// only this one counts (--output-file writes, though --*-file reads).
+	// Nil wins over none.
+	Over []string
 }
 
 // Matches reports whether flag, without any "=value", has the name.
@@ -67,21 +72,58 @@ func Known(cli string) bool {
 	return slices.ContainsFunc(entries, func(e Entry) bool { return e.CLI == cli })
 }
 
-// CLI names the catalog's CLI for a configured tool: its binary's base
-// name when the catalog knows it (tools.mygit with binary /usr/bin/git is
-// git), else the tool's key when that is known, else the binary's base
-// name.
+// CLI names the catalog's CLI for a configured tool. It tries, in order:
+// the binary's base name; the base name of the file it is a symlink to
+// (/opt/bin/g -> /usr/bin/git is git); each of those without a version
+// suffix (git-2.39, kubectl1.30, psql15, aws2); the tool's key. The first
+// the catalog knows wins; when none is known, the binary's base name (or
+// the key, with no binary). A stripped name counts only when the catalog
+// knows it, so an unknown name never turns into a known one by chance.
 func CLI(toolKey, binary string) string {
-	if base := filepath.Base(binary); binary != "" && Known(base) {
-		return base
+	if binary == "" {
+		return toolKey
+	}
+	base := filepath.Base(binary)
+	names := []string{base}
+	if real, err := filepath.EvalSymlinks(binary); err == nil {
+		names = append(names, filepath.Base(real))
+	}
+	for _, n := range names {
+		if Known(n) {
+			return n
+		}
+	}
+	for _, n := range names {
+		if m := versionSuffix.FindStringSubmatch(n); m != nil && m[1] != "" && Known(m[1]) {
+			return m[1]
+		}
 	}
 	if Known(toolKey) {
 		return toolKey
 	}
-	if binary == "" {
-		return toolKey
+	return base
+}
+
+// versionSuffix splits a versioned binary name from its version:
+// git-2.39, git_2, kubectl1.30, kubectl-v1.30, psql15, aws2.
+var versionSuffix = regexp.MustCompile(`^(.*?)[-_.]?v?[0-9][0-9.]*$`)
+
+// gcloudTracks are gcloud's release tracks: gcloud alpha, beta and
+// preview hold the same command groups as gcloud itself, in earlier
+// versions (gcloud help: "(ALPHA) Alpha versions of gcloud commands.",
+// "(BETA) Beta versions of gcloud commands.", "(PREVIEW) Preview versions
+// of gcloud commands.", testdata/gcloud_help.txt). gcloud beta auth
+// print-access-token prints the token as gcloud auth print-access-token
+// does, so the catalog reads a path under a track as the path without it.
+var gcloudTracks = []string{"alpha", "beta", "preview"}
+
+// path is the subcommand path cli's entries are matched against: for
+// gcloud, without a leading release track.
+func path(cli string, sub []string) []string {
+	if cli == "gcloud" && len(sub) > 0 && slices.Contains(gcloudTracks, sub[0]) {
+		return sub[1:]
 	}
-	return filepath.Base(binary)
+	return sub
 }
 
 // Finding is what the catalog says about one flag or subcommand.
@@ -107,9 +149,11 @@ func FlagName(flag string) string {
 // A name that is not a plain flag (empty, no leading "-", or holding
 // anything but printable ASCII: control characters, blanks, look-alikes
 // such as U+2010 for "-") matches nothing: no CLI takes it as the flag it
-// resembles.
+// resembles. For gcloud, a leading release track (alpha, beta, preview)
+// is skipped before the entries' paths are matched.
 func LookupFlag(cli string, sub []string, flag string) Finding {
 	flag = FlagName(flag)
+	sub = path(cli, sub)
 	var f Finding
 	if !plainFlag(flag) {
 		return f
@@ -147,8 +191,14 @@ func LookupFlag(cli string, sub []string, flag string) Finding {
 	if matched {
 		return f
 	}
+	var won []string
 	for _, p := range patterns {
 		if p.Matches(flag) {
+			won = append(won, p.Over...)
+		}
+	}
+	for _, p := range patterns {
+		if p.Matches(flag) && !slices.Contains(won, p.Name) {
 			f.Classes = f.Classes.Union(p.Classes)
 			if f.Why == "" {
 				f.Why = p.Why
@@ -192,7 +242,11 @@ func Flag(cli string, sub []string, flag string) Classes {
 
 // LookupSubcommand says what running cli's subcommand sub can do by
 // itself, whatever its flags (gh auth token prints the token).
+//
+// For gcloud, a leading release track (alpha, beta, preview) is skipped:
+// gcloud beta auth print-access-token is gcloud auth print-access-token.
 func LookupSubcommand(cli string, sub []string) Finding {
+	sub = path(cli, sub)
 	var f Finding
 	for _, e := range entries {
 		if e.CLI != cli || e.Flag != "" || len(sub) < len(e.Subcommand) || !slices.Equal(sub[:len(e.Subcommand)], e.Subcommand) {
@@ -250,25 +304,46 @@ func Explain(cli string, sub, flags []string) []Touch {
 }
 
 // patterns are the generic names. They are what many CLIs call these
-// options; a CLI's own entry overrides them.
+// options; a CLI's own entry overrides them. Where two match, both count,
+// unless one names the other in Over.
 var patterns = []Pattern{
-	{"--host", Of(SendsCredentials), "names the host a client connects to, with your credentials"},
-	{"--hostname", Of(SendsCredentials), "names the host a client connects to, with your credentials"},
-	{"--server", Of(SendsCredentials), "names the server a client connects to, with your credentials"},
-	{"--endpoint*", Of(SendsCredentials), "names the endpoint requests go to, signed with your credentials"},
-	{"--url", Of(SendsCredentials), "names the URL requests go to, with your credentials"},
-	{"--api-url", Of(SendsCredentials), "names the API requests go to, with your credentials"},
-	{"--config", Of(SendsCredentials, ReadsFiles), "reads a config file it names, which can say where your credentials go"},
-	{"--kubeconfig", Of(SendsCredentials, ReadsFiles), "reads a kubeconfig it names: its server and its credentials"},
-	{"--profile", Of(SendsCredentials), "picks which of your credentials are used, and where they go"},
-	{"--context", Of(SendsCredentials), "picks which of your credentials are used, and where they go"},
-	{"--exec*", Of(RunsCode), "names a program to run"},
-	{"--output", Of(WritesFiles), "names a file to write"},
-	{"-o", Of(WritesFiles), "names a file to write, in many CLIs"},
-	{"--template", Of(ReadsFiles), "names a template to read"},
-	{"--*-file", Of(ReadsFiles), "names a file to read"},
-	{"--proxy", Of(SendsCredentials), "sends the traffic, with your credentials, through the proxy it names"},
-	{"--token", Of(SendsCredentials), "authenticates with the token it is given instead of the identity you set up: the call acts as whoever owns that token"},
-	{"--pager", Of(RunsCode), "names a program the output is piped to"},
-	{"--*-command", Of(RunsCode), "names a command to run"},
+	{Name: "--host", Classes: Of(SendsCredentials), Why: "names the host a client connects to, with your credentials"},
+	{Name: "--hostname", Classes: Of(SendsCredentials), Why: "names the host a client connects to, with your credentials"},
+	{Name: "--server", Classes: Of(SendsCredentials), Why: "names the server a client connects to, with your credentials"},
+	{Name: "--address", Classes: Of(SendsCredentials), Why: "names the address a client connects to, with your credentials"},
+	{Name: "--endpoint*", Classes: Of(SendsCredentials), Why: "names the endpoint requests go to, signed with your credentials"},
+	{Name: "--url", Classes: Of(SendsCredentials), Why: "names the URL requests go to, with your credentials"},
+	{Name: "--api-url", Classes: Of(SendsCredentials), Why: "names the API requests go to, with your credentials"},
+	{Name: "--*-url", Classes: Of(SendsCredentials), Why: "names a URL the tool talks to (--base-url, --index-url, --extra-index-url, --database-url), with your credentials"},
+	{Name: "--uri", Classes: Of(SendsCredentials), Why: "names the URI a client connects to, with your credentials"},
+	{Name: "--registry", Classes: Of(SendsCredentials), Why: "names the registry a client logs in to and sends to, with your credentials"},
+	{Name: "--dsn", Classes: Of(SendsCredentials), Why: "a data source name: its host gets your database password"},
+	{Name: "--connection-string", Classes: Of(SendsCredentials), Why: "a connection string: its host gets your credentials"},
+	{Name: "--config", Classes: Of(SendsCredentials, ReadsFiles), Why: "reads a config file it names, which can say where your credentials go"},
+	{Name: "--kubeconfig", Classes: Of(SendsCredentials, ReadsFiles), Why: "reads a kubeconfig it names: its server and its credentials"},
+	{Name: "--profile", Classes: Of(SendsCredentials), Why: "picks which of your credentials are used, and where they go"},
+	{Name: "--context", Classes: Of(SendsCredentials), Why: "picks which of your credentials are used, and where they go"},
+	{Name: "--proxy", Classes: Of(SendsCredentials), Why: "sends the traffic, with your credentials, through the proxy it names"},
+	{Name: "--token", Classes: Of(SendsCredentials), Why: "authenticates with the token it is given instead of the identity you set up: the call acts as whoever owns that token"},
+	{Name: "--access-token", Classes: Of(SendsCredentials), Why: "authenticates with the token it is given instead of the identity you set up: the call acts as whoever owns that token"},
+	{Name: "--auth-token", Classes: Of(SendsCredentials), Why: "authenticates with the token it is given instead of the identity you set up: the call acts as whoever owns that token"},
+	{Name: "--api-key", Classes: Of(SendsCredentials), Why: "authenticates with the key it is given instead of the identity you set up: the call acts as whoever owns that key"},
+	{Name: "--exec*", Classes: Of(RunsCode), Why: "names a program to run"},
+	{Name: "--pager", Classes: Of(RunsCode), Why: "names a program the output is piped to"},
+	{Name: "--*-command", Classes: Of(RunsCode), Why: "names a command to run"},
+	{Name: "--command", Classes: Of(RunsCode), Why: "names a command to run"},
+	{Name: "--cmd", Classes: Of(RunsCode), Why: "names a command to run"},
+	{Name: "--shell", Classes: Of(RunsCode), Why: "names a shell to run, or runs its value through one"},
+	{Name: "--editor", Classes: Of(RunsCode), Why: "names an editor program to run"},
+	{Name: "--script", Classes: Of(RunsCode), Why: "names a script to run"},
+	{Name: "--eval", Classes: Of(RunsCode), Why: "evaluates the code it is given"},
+	{Name: "--output", Classes: Of(WritesFiles), Why: "names a file to write"},
+	{Name: "-o", Classes: Of(WritesFiles), Why: "names a file to write, in many CLIs"},
+	{Name: "--output-*", Classes: Of(WritesFiles), Why: "names a file or folder to write output to", Over: []string{"--*-file"}},
+	{Name: "--out-*", Classes: Of(WritesFiles), Why: "names a file or folder to write output to", Over: []string{"--*-file"}},
+	{Name: "--outfile", Classes: Of(WritesFiles), Why: "names a file to write"},
+	{Name: "--log-file", Classes: Of(WritesFiles), Why: "names a file to write the log to", Over: []string{"--*-file"}},
+	{Name: "--dump-file", Classes: Of(WritesFiles), Why: "names a file to write a dump to", Over: []string{"--*-file"}},
+	{Name: "--template", Classes: Of(ReadsFiles), Why: "names a template to read"},
+	{Name: "--*-file", Classes: Of(ReadsFiles), Why: "names a file to read"},
 }

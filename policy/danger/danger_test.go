@@ -131,7 +131,7 @@ func TestLookupFlag(t *testing.T) {
 		{"gh --repo= with a host", "gh", []string{"issue", "create"}, "--repo=evil.example/o/r", Of(SendsCredentials)},
 		{"gh auth status -t prints the token", "gh", []string{"auth", "status"}, "-t", Of(PrintsCredentials)},
 		{"gh auth status --show-token prints the token", "gh", []string{"auth", "status"}, "--show-token", Of(PrintsCredentials)},
-		{"gh api --input reads a file", "gh", []string{"api"}, "--input", Of(ReadsFiles)},
+		{"gh api --input reads a file and sends it", "gh", []string{"api"}, "--input", Of(SendsCredentials, ReadsFiles)},
 		{"gh api --template is a string", "gh", []string{"api"}, "--template", nil},
 		{"gh release download -O writes", "gh", []string{"release", "download"}, "-O", Of(WritesFiles)},
 		{"gh run download --dir writes", "gh", []string{"run", "download"}, "--dir", Of(WritesFiles)},
@@ -183,15 +183,14 @@ func TestLookupFlag(t *testing.T) {
 		{"docker container run --privileged", "docker", []string{"container", "run"}, "--privileged", Of(RunsCode)},
 		{"docker save -o writes", "docker", []string{"save"}, "-o", Of(WritesFiles)},
 		{"docker --config", "docker", nil, "--config", Of(SendsCredentials, RunsCode, ReadsFiles)},
-		{"curl -d reads @file", "curl", nil, "-d", Of(ReadsFiles)},
-		{"curl --data=@file", "curl", nil, "--data=@/etc/passwd", Of(ReadsFiles)},
-		{"curl -T uploads a file", "curl", nil, "-T", Of(ReadsFiles)},
+		{"curl --data=@file", "curl", nil, "--data=@/etc/passwd", Of(SendsCredentials, ReadsFiles)},
+		{"curl -T uploads a file", "curl", nil, "-T", Of(SendsCredentials, ReadsFiles)},
 		{"curl -o writes", "curl", nil, "-o", Of(WritesFiles)},
 		{"curl -x names a proxy", "curl", nil, "-x", Of(SendsCredentials)},
 		{"curl --resolve moves the host", "curl", nil, "--resolve", Of(SendsCredentials)},
 		{"curl -K reads options", "curl", nil, "-K", Of(SendsCredentials, WritesFiles, ReadsFiles)},
 		{"curl -v shows headers", "curl", nil, "-v", Of(PrintsCredentials)},
-		{"curl takes an abbreviated --upload-file", "curl", nil, "--upload-f", Of(ReadsFiles)},
+		{"curl takes an abbreviated --upload-file", "curl", nil, "--upload-f", Of(SendsCredentials, ReadsFiles)},
 		{"curl -h is help", "curl", nil, "-h", nil},
 		{"curl -u is the assistant's own user:password", "curl", nil, "-u", nil},
 		{"ssh -o sets any keyword", "ssh", nil, "-o", Of(SendsCredentials, RunsCode, WritesFiles, ReadsFiles)},
@@ -211,7 +210,73 @@ func TestLookupFlag(t *testing.T) {
 		{"a generic --token", "mytool", nil, "--token", Of(SendsCredentials)},
 		{"a generic --pager", "mytool", nil, "--pager", Of(RunsCode)},
 		{"a generic --ssh-command", "mytool", nil, "--ssh-command", Of(RunsCode)},
-		{"--command alone is no --*-command", "mytool", nil, "--command", nil},
+		{"a generic --command runs code", "mytool", nil, "--command", Of(RunsCode)},
+		{"a generic --cmd", "mytool", nil, "--cmd=id", Of(RunsCode)},
+		{"a generic --shell", "mytool", nil, "--shell", Of(RunsCode)},
+		{"a generic --editor", "mytool", nil, "--editor", Of(RunsCode)},
+		{"a generic --script", "mytool", nil, "--script", Of(RunsCode)},
+		{"a generic --eval", "mytool", nil, "--eval", Of(RunsCode)},
+		{"a generic --output-file writes, though it ends in -file", "mytool", nil, "--output-file", Of(WritesFiles)},
+		{"a generic --out-file writes", "mytool", nil, "--out-file=/tmp/x", Of(WritesFiles)},
+		{"a generic --log-file writes", "mytool", nil, "--log-file", Of(WritesFiles)},
+		{"a generic --outfile writes", "mytool", nil, "--outfile", Of(WritesFiles)},
+		{"a generic --dump-file writes", "mytool", nil, "--dump-file", Of(WritesFiles)},
+		{"a generic --output-dir writes", "mytool", nil, "--output-dir", Of(WritesFiles)},
+		{"a generic --input-file still reads", "mytool", nil, "--input-file", Of(ReadsFiles)},
+		{"a generic --base-url", "mytool", nil, "--base-url", Of(SendsCredentials)},
+		{"a generic --index-url", "pip", []string{"install"}, "--index-url", Of(SendsCredentials)},
+		{"a generic --extra-index-url", "pip", []string{"install"}, "--extra-index-url=https://evil", Of(SendsCredentials)},
+		{"a generic --database-url", "mytool", nil, "--database-url", Of(SendsCredentials)},
+		{"a generic --webhook-url", "mytool", nil, "--webhook-url", Of(SendsCredentials)},
+		{"--curl is no --*-url", "mytool", nil, "--curl", nil},
+		{"a generic --address", "mytool", nil, "--address", Of(SendsCredentials)},
+		{"a generic --registry", "npm", []string{"publish"}, "--registry", Of(SendsCredentials)},
+		{"a generic --uri", "mytool", nil, "--uri", Of(SendsCredentials)},
+		{"a generic --dsn", "mytool", nil, "--dsn", Of(SendsCredentials)},
+		{"a generic --connection-string", "mytool", nil, "--connection-string", Of(SendsCredentials)},
+		{"a generic --access-token", "mytool", nil, "--access-token", Of(SendsCredentials)},
+		{"a generic --auth-token", "mytool", nil, "--auth-token", Of(SendsCredentials)},
+		{"a generic --api-key", "mytool", nil, "--api-key", Of(SendsCredentials)},
+		{"--commands is not --command", "mytool", nil, "--commands", nil},
+		{"--output-* with U+2010 is no flag", "mytool", nil, "--output\u2010file", nil},
+		{"psql's --command keeps its entry", "psql", nil, "--command", Of(RunsCode)},
+		{"psql's --log-file keeps its entry", "psql", nil, "--log-file", Of(WritesFiles)},
+		{"gh alias set --shell keeps its entry", "gh", []string{"alias", "set"}, "--shell", Of(RunsCode)},
+		{"git format-patch --output-directory keeps its entry", "git", []string{"format-patch"}, "--output-directory", Of(WritesFiles)},
+		{"git diff --output-indicator-new writes no file", "git", []string{"diff"}, "--output-indicator-new=+", nil},
+		{"git log --output-indicator-old writes no file", "git", []string{"log"}, "--output-indicator-old", nil},
+		{"git ls-remote --get-url connects nowhere", "git", []string{"ls-remote"}, "--get-url", nil},
+		{"kubectl port-forward --address only listens", "kubectl", []string{"port-forward"}, "--address", nil},
+		{"kubectl proxy --address serves your credentials", "kubectl", []string{"proxy"}, "--address=0.0.0.0", Of(SendsCredentials)},
+		{"kubectl run --command is a switch", "kubectl", []string{"run"}, "--command", nil},
+		{"kubectl get --output-watch-events is a switch", "kubectl", []string{"get"}, "--output-watch-events", nil},
+		{"kubectl set-cluster --proxy-url", "kubectl", []string{"config", "set-cluster"}, "--proxy-url", Of(SendsCredentials)},
+		{"gcloud compute ssh --command keeps its entry", "gcloud", []string{"compute", "ssh"}, "--command", Of(RunsCode)},
+		// Uploads: a file the tool reads goes to a host.
+		{"curl -d @file sends it", "curl", nil, "-d", Of(SendsCredentials, ReadsFiles)},
+		{"curl --data-binary sends it", "curl", nil, "--data-binary", Of(SendsCredentials, ReadsFiles)},
+		{"curl --data-urlencode sends it", "curl", nil, "--data-urlencode", Of(SendsCredentials, ReadsFiles)},
+		{"curl --data-ascii sends it", "curl", nil, "--data-ascii", Of(SendsCredentials, ReadsFiles)},
+		{"curl --data-raw reads no file", "curl", nil, "--data-raw", nil},
+		{"curl --json sends it", "curl", nil, "--json=@/home/u/.aws/credentials", Of(SendsCredentials, ReadsFiles)},
+		{"curl -F sends it", "curl", nil, "-F", Of(SendsCredentials, ReadsFiles)},
+		{"curl --form sends it", "curl", nil, "--form", Of(SendsCredentials, ReadsFiles)},
+		{"curl --upload-file sends it", "curl", nil, "--upload-file", Of(SendsCredentials, ReadsFiles)},
+		{"curl -H @file sends it", "curl", nil, "-H", Of(SendsCredentials, ReadsFiles)},
+		{"gh issue create --body-file sends it", "gh", []string{"issue", "create"}, "--body-file", Of(SendsCredentials, ReadsFiles)},
+		{"gh issue create -F sends it", "gh", []string{"issue", "create"}, "-F", Of(SendsCredentials, ReadsFiles)},
+		{"gh pr create --body-file sends it", "gh", []string{"pr", "create"}, "--body-file", Of(SendsCredentials, ReadsFiles)},
+		{"gh pr create -F sends it", "gh", []string{"pr", "create"}, "-F", Of(SendsCredentials, ReadsFiles)},
+		{"gh api -F field=@file sends it", "gh", []string{"api"}, "-F", Of(SendsCredentials, ReadsFiles)},
+		{"gh api --field sends it", "gh", []string{"api"}, "--field", Of(SendsCredentials, ReadsFiles)},
+		{"gh release create --notes-file sends it", "gh", []string{"release", "create"}, "--notes-file", Of(SendsCredentials, ReadsFiles)},
+		{"gh secret set --env-file sends it", "gh", []string{"secret", "set"}, "--env-file", Of(SendsCredentials, ReadsFiles)},
+		// gcloud's release tracks hold what gcloud holds.
+		{"gcloud beta --flags-file", "gcloud", []string{"beta", "compute", "instances", "list"}, "--flags-file", Of(SendsCredentials, RunsCode, ReadsFiles)},
+		{"gcloud alpha compute ssh --ssh-flag", "gcloud", []string{"alpha", "compute", "ssh"}, "--ssh-flag", Of(SendsCredentials, RunsCode)},
+		{"gcloud preview compute ssh --command", "gcloud", []string{"preview", "compute", "ssh"}, "--command", Of(RunsCode)},
+		{"gcloud beta beta is no track twice", "gcloud", []string{"beta", "beta", "compute", "ssh"}, "--ssh-flag", nil},
+		{"a track of another CLI is no track", "gh", []string{"beta", "api"}, "--input", nil},
 		{"--file alone is no --*-file", "mytool", nil, "--file", nil},
 		{"--hosts is not --host", "mytool", nil, "--hosts", nil},
 		{"an unknown CLI takes no abbreviation", "mytool", nil, "--hos", nil},
@@ -251,7 +316,39 @@ func TestLookupSubcommand(t *testing.T) {
 		{"gh auth token prints the token", "gh", []string{"auth", "token"}, Of(PrintsCredentials)},
 		{"gh auth status alone prints none", "gh", []string{"auth", "status"}, nil},
 		{"gh api prints what it gets", "gh", []string{"api"}, Of(PrintsCredentials)},
-		{"gh gist create reads files", "gh", []string{"gist", "create"}, Of(ReadsFiles)},
+		{"gh gist create reads files and uploads them", "gh", []string{"gist", "create"}, Of(SendsCredentials, ReadsFiles)},
+		{"gh release upload reads files and uploads them", "gh", []string{"release", "upload"}, Of(SendsCredentials, ReadsFiles)},
+		{"gcloud beta auth print-access-token", "gcloud", []string{"beta", "auth", "print-access-token"}, Of(PrintsCredentials)},
+		{"gcloud alpha auth print-identity-token", "gcloud", []string{"alpha", "auth", "print-identity-token"}, Of(PrintsCredentials)},
+		{"gcloud preview secrets versions access", "gcloud", []string{"preview", "secrets", "versions", "access"}, Of(PrintsCredentials)},
+		{"gcloud beta secrets versions access", "gcloud", []string{"beta", "secrets", "versions", "access", "latest"}, Of(PrintsCredentials)},
+		{"gcloud beta alone", "gcloud", []string{"beta"}, nil},
+		{"gcloud beta beta auth print-access-token is no command", "gcloud", []string{"beta", "beta", "auth", "print-access-token"}, nil},
+		{"a track under another CLI", "gh", []string{"beta", "auth", "token"}, nil},
+		{"gcloud iam service-accounts sign-jwt", "gcloud", []string{"iam", "service-accounts", "sign-jwt"}, Of(PrintsCredentials, WritesFiles)},
+		{"gcloud beta iam service-accounts sign-blob", "gcloud", []string{"beta", "iam", "service-accounts", "sign-blob"}, Of(PrintsCredentials, WritesFiles)},
+		{"gcloud auth application-default print-access-token under beta", "gcloud", []string{"beta", "auth", "application-default", "print-access-token"}, Of(PrintsCredentials)},
+		{"aws sso get-role-credentials", "aws", []string{"sso", "get-role-credentials"}, Of(PrintsCredentials)},
+		{"aws ecr get-authorization-token", "aws", []string{"ecr", "get-authorization-token"}, Of(PrintsCredentials)},
+		{"aws sts assume-role-with-web-identity", "aws", []string{"sts", "assume-role-with-web-identity"}, Of(PrintsCredentials)},
+		{"aws sts assume-role-with-saml", "aws", []string{"sts", "assume-role-with-saml"}, Of(PrintsCredentials)},
+		{"aws sts get-federation-token", "aws", []string{"sts", "get-federation-token"}, Of(PrintsCredentials)},
+		{"aws secretsmanager get-secret-value", "aws", []string{"secretsmanager", "get-secret-value"}, Of(PrintsCredentials)},
+		{"aws secretsmanager batch-get-secret-value", "aws", []string{"secretsmanager", "batch-get-secret-value"}, Of(PrintsCredentials)},
+		{"aws ssm get-parameter", "aws", []string{"ssm", "get-parameter"}, Of(PrintsCredentials)},
+		{"aws ssm get-parameters", "aws", []string{"ssm", "get-parameters"}, Of(PrintsCredentials)},
+		{"aws ssm get-parameters-by-path", "aws", []string{"ssm", "get-parameters-by-path"}, Of(PrintsCredentials)},
+		{"aws ssm describe-parameters prints no values", "aws", []string{"ssm", "describe-parameters"}, nil},
+		{"aws ec2 get-password-data", "aws", []string{"ec2", "get-password-data"}, Of(PrintsCredentials)},
+		{"aws configure as a whole", "aws", []string{"configure"}, Of(PrintsCredentials)},
+		{"aws configure export-credentials", "aws", []string{"configure", "export-credentials"}, Of(PrintsCredentials)},
+		{"aws configure list", "aws", []string{"configure", "list"}, Of(PrintsCredentials)},
+		{"aws configure set", "aws", []string{"configure", "set"}, Of(SendsCredentials, RunsCode, PrintsCredentials)},
+		{"aws s3 sync uploads", "aws", []string{"s3", "sync"}, Of(SendsCredentials, WritesFiles, ReadsFiles)},
+		{"gcloud storage cp uploads", "gcloud", []string{"storage", "cp"}, Of(SendsCredentials, WritesFiles, ReadsFiles)},
+		{"git credential-store get", "git", []string{"credential-store", "get"}, Of(PrintsCredentials)},
+		{"git credential-store", "git", []string{"credential-store"}, Of(PrintsCredentials)},
+		{"git credential-cache get", "git", []string{"credential-cache", "get"}, Of(PrintsCredentials)},
 		{"gh pr list does nothing of the kind", "gh", []string{"pr", "list"}, nil},
 		{"gcloud auth print-access-token", "gcloud", []string{"auth", "print-access-token"}, Of(PrintsCredentials)},
 		{"gcloud auth application-default print-access-token", "gcloud", []string{"auth", "application-default", "print-access-token"}, Of(PrintsCredentials)},
@@ -259,7 +356,7 @@ func TestLookupSubcommand(t *testing.T) {
 		{"aws configure get", "aws", []string{"configure", "get"}, Of(PrintsCredentials)},
 		{"aws sts assume-role", "aws", []string{"sts", "assume-role"}, Of(PrintsCredentials)},
 		{"aws ecr get-login-password", "aws", []string{"ecr", "get-login-password"}, Of(PrintsCredentials)},
-		{"aws s3 cp", "aws", []string{"s3", "cp"}, Of(WritesFiles, ReadsFiles)},
+		{"aws s3 cp uploads", "aws", []string{"s3", "cp"}, Of(SendsCredentials, WritesFiles, ReadsFiles)},
 		{"aws s3 ls", "aws", []string{"s3", "ls"}, nil},
 		{"aws s3 presign", "aws", []string{"s3", "presign"}, Of(PrintsCredentials)},
 		{"gcloud iam service-accounts keys create", "gcloud", []string{"iam", "service-accounts", "keys", "create"}, Of(PrintsCredentials, WritesFiles)},
@@ -343,16 +440,110 @@ func TestSourcesAreListed(t *testing.T) {
 }
 
 func TestCLI(t *testing.T) {
-	tests := []struct{ key, binary, want string }{
-		{"git", "/usr/bin/git", "git"},
-		{"mygit", "/usr/bin/git", "git"},
-		{"git", "/opt/wrapped-git", "git"},
-		{"fake", "/opt/fake", "fake"},
-		{"fake", "", "fake"},
+	dir := t.TempDir()
+	link := func(name, target string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	realGit := filepath.Join(dir, "git")
+	if err := os.WriteFile(realGit, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	realTool := filepath.Join(dir, "mytool")
+	if err := os.WriteFile(realTool, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := link("g", realGit)
+	chain := link("g2link", g)
+	versioned := link("k", filepath.Join(dir, "kubectl-1.30"))
+	if err := os.WriteFile(filepath.Join(dir, "kubectl-1.30"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dangling := link("dangling", filepath.Join(dir, "nowhere"))
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	named := link(filepath.Join("bin", "git"), realTool)
+	tests := []struct {
+		name, key, binary, want string
+	}{
+		{"the binary's base name", "git", "/usr/bin/git", "git"},
+		{"the binary wins over the key", "mygit", "/usr/bin/git", "git"},
+		{"the key when the binary is unknown", "git", "/opt/wrapped-git", "git"},
+		{"neither known", "fake", "/opt/fake", "fake"},
+		{"no binary", "fake", "", "fake"},
+		{"no binary, a known key", "git", "", "git"},
+		{"a symlink under another name", "tools", g, "git"},
+		{"a chain of symlinks", "tools", chain, "git"},
+		{"a symlink to a versioned name", "tools", versioned, "kubectl"},
+		{"a dangling symlink", "fake", dangling, "dangling"},
+		{"a symlink loop", "fake", loop, "loop"},
+		{"a symlink named like a catalogued CLI keeps that name", "x", named, "git"},
+		{"git-2.39", "x", "/usr/local/bin/git-2.39", "git"},
+		{"kubectl1.30", "x", "/usr/local/bin/kubectl1.30", "kubectl"},
+		{"kubectl-v1.30.2", "x", "/usr/local/bin/kubectl-v1.30.2", "kubectl"},
+		{"psql15", "x", "/usr/lib/postgresql/bin/psql15", "psql"},
+		{"aws2", "x", "/usr/local/bin/aws2", "aws"},
+		{"git_2", "x", "/opt/git_2", "git"},
+		{"gcloud.528", "x", "/opt/gcloud.528", "gcloud"},
+		{"an unknown versioned name stays itself", "x", "/usr/bin/python3.11", "python3.11"},
+		{"a stripped name must be known", "x", "/usr/bin/h2", "h2"},
+		{"digits alone", "x", "/usr/bin/2", "2"},
+		{"a version in the middle is no suffix", "x", "/usr/bin/git2x", "git2x"},
+		{"a known key after an unknown versioned name", "psql", "/usr/bin/pg15", "psql"},
+		{"a binary that is only a folder", "git", "/", "git"},
+		{"a control character in the name", "x", "/usr/bin/git\n2", "git\n2"},
+		{"a right-to-left override", "x", "/usr/bin/\u202egit", "\u202egit"},
+		{"a very long name", "x", "/usr/bin/" + strings.Repeat("a", 4096) + "1", strings.Repeat("a", 4096) + "1"},
 	}
 	for _, tt := range tests {
-		if got := CLI(tt.key, tt.binary); got != tt.want {
-			t.Errorf("CLI(%q, %q) = %q, want %q", tt.key, tt.binary, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CLI(tt.key, tt.binary); got != tt.want {
+				t.Errorf("CLI(%q, %.60q) = %.60q, want %.60q", tt.key, tt.binary, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGcloudTracksAreInItsHelp keeps the release tracks the catalog skips
+// to what gcloud's own help lists.
+func TestGcloudTracksAreInItsHelp(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "gcloud_help.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := squash(string(data))
+	for _, track := range gcloudTracks {
+		quote := track + " (" + strings.ToUpper(track) + ") " + strings.ToUpper(track[:1]) + track[1:] + " versions of gcloud commands."
+		if !strings.Contains(text, quote) {
+			t.Errorf("testdata/gcloud_help.txt does not say %q", quote)
+		}
+	}
+}
+
+// TestEntriesOverrideGenericNames checks that a CLI's own entries decide
+// for its flags: a generic name never adds a class to a catalogued flag.
+func TestEntriesOverrideGenericNames(t *testing.T) {
+	for _, e := range Entries() {
+		if e.Flag == "" || e.Root {
+			continue
+		}
+		var own Classes
+		for _, o := range Entries() {
+			if o.CLI == e.CLI && o.Flag == e.Flag && o.holds(e.Subcommand) {
+				own = own.Union(o.Classes)
+			}
+		}
+		if got := Flag(e.CLI, e.Subcommand, e.Flag); !slices.Equal(got, own) {
+			t.Errorf("%s %s %s: Flag = %v, its entries say %v", e.CLI, strings.Join(e.Subcommand, " "), e.Flag, got, own)
 		}
 	}
 }

@@ -108,7 +108,11 @@ func catalogTables() string {
 	b.WriteString("A flag the catalog does not list for a CLI is matched against these names. `--x*` is a prefix, `--*-x` a suffix after a name.\n\n")
 	b.WriteString("| Name | Classes | Why |\n|---|---|---|\n")
 	for _, p := range Patterns() {
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, p.Classes, mdCell(p.Why))
+		why := mdCell(p.Why)
+		if len(p.Over) > 0 {
+			why += " (wins over `" + strings.Join(p.Over, "`, `") + "`)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", p.Name, p.Classes, why)
 	}
 	b.WriteString("\n" + docsEnd + "\n")
 	return b.String()
