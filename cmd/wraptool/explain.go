@@ -67,7 +67,7 @@ func (c *checker) explain(v verdict) []touch {
 		if t.Flag == "" {
 			e.Subcommand = strings.Join(sub, " ")
 		} else if written != nil {
-			if fc := written.FlagConstraints[t.Flag]; fc != nil && fc.Pattern != "" {
+			if fc := written.FlagConstraints[t.Flag]; fc != nil && fc.Pattern != "" && danger.PatternHolds(fc.Pattern, t.Classes) {
 				e.Held = true
 			}
 		}

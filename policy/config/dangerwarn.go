@@ -70,11 +70,14 @@ func (c *Config) dangerWarnings(cat catalog) []Warning {
 					continue
 				}
 				k := r.FlagConstraints[flag]
-				if k != nil && k.Pattern != "" {
-					continue
-				}
 				f, as := flagFinding(cat, cli, r.Subcommand, flag)
 				if len(f.Classes) == 0 {
+					continue
+				}
+				if k != nil && k.Pattern != "" {
+					if !danger.PatternHolds(k.Pattern, f.Classes) {
+						warn(rp.key("flag_constraints").key(flag).key("pattern"), looseDanger(flag, as, k.Pattern, f.Classes))
+					}
 					continue
 				}
 				warn(rp.key("flags").index(j), flagDanger(flag, as, f.Classes, isSwitch(flag, k)))
@@ -198,6 +201,22 @@ func flagDanger(flag, as string, cs danger.Classes, sw bool) string {
 		return head + ", and a switch takes no pattern; leave it out"
 	}
 	return head + ", and nothing holds its value; " + fixFor(cs, flag)
+}
+
+// looseDanger is the warning for a catalogued flag whose pattern lets the
+// escapes of its classes through ('.*', 'git-receive-pack.*', a pattern
+// that takes a host hidden in a URL).
+func looseDanger(flag, as, pattern string, cs danger.Classes) string {
+	what := quoteFlag(flag)
+	if as != "" {
+		what += " abbreviates " + as + ", which"
+	}
+	if cs.Has(danger.PrintsCredentials) {
+		return fmt.Sprintf("%s is %s: it %s, and no pattern can hold that; leave it out", what, cs.String(), joinEffects(cs))
+	}
+	return fmt.Sprintf("%s is %s: it %s, and its pattern %s lets through more than you mean (another host, shell syntax, "+
+		"a path elsewhere or any long value); spell out what it may be (see the danger catalog's docs), or leave it out",
+		what, cs.String(), joinEffects(cs), quoteToken(pattern, false))
 }
 
 // subcommandDanger is the warning for a rule whose subcommand the catalog

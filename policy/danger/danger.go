@@ -132,3 +132,6 @@ func (cs Classes) Effect() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// Has reports whether the set holds c.
+func (cs Classes) Has(c Class) bool { return slices.Contains(cs, c) }

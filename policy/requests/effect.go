@@ -93,7 +93,10 @@ func RuleEffectFor(h policy.Helps, cli string, r *Record, rule *policy.AllowRule
 	}
 	for _, f := range rule.Flags {
 		c := rule.FlagConstraints[f]
-		l := EffectFlag{Flag: Token(f), Danger: danger.Flag(cli, r.Subcommand, f), Held: c != nil && c.Pattern != "", Requested: requested[f]}
+		l := EffectFlag{Flag: Token(f), Danger: danger.Flag(cli, r.Subcommand, f), Requested: requested[f]}
+		// A pattern holds the value only if it keeps out the escapes of
+		// the flag's classes: '.*' or 'git-receive-pack.*' does not.
+		l.Held = c != nil && c.Pattern != "" && danger.PatternHolds(c.Pattern, l.Danger)
 		typ, proven := policy.TypeOf(c, h, r.Tool, r.Subcommand, f)
 		switch {
 		case typ == policy.TypeBoolean:
