@@ -58,3 +58,40 @@ func TestWatchAsksForIKnowInATerminal(t *testing.T) {
 		t.Errorf("exit status %d after Ctrl-C, want 0:\n%s", code, w.stderr)
 	}
 }
+
+// requests approve in a terminal asks for i-know, not y, before granting a
+// flag that sends the credentials with no pattern holding it: y leaves the
+// request pending; i-know grants it.
+func TestApproveAsksForIKnowInATerminal(t *testing.T) {
+	slow(t, "requests approve confirming a flag that sends credentials in a terminal")
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServerIn(t, dir, serverConfig(t, dir, grantConfig))
+	c := s.Connect(t, "/mcp")
+	id := request(t, c, askFor("fake", []string{"status"}, []string{"--endpoint-url"}, "use the staging endpoint", ""))
+	const ask = "Type i-know to approve: "
+	for _, tt := range []struct {
+		answer, want, status string
+		code                 int
+	}{
+		{"y\r", "not approved: " + id + " stays pending", "pending", 1},
+		{"i-know\r", "approved " + id + " once (within 24h)", "approved", 0},
+	} {
+		p := startOperatorProcess(t, s, true, "requests", "approve", id, "--once", "--unlisted-ok")
+		out := p.waitFor(t, ask, 1)
+		if !strings.Contains(out, "! sends-credentials: sends your credentials to the host it names") ||
+			!strings.Contains(out, "and no pattern holds it: --endpoint-url (sends-credentials).") || strings.Contains(out, "approve? [y/N]") {
+			t.Errorf("before the question:\n%s", out)
+		}
+		p.typeKeys(t, tt.answer)
+		if code := p.exitCode(t); code != tt.code {
+			t.Errorf("answer %q: exit %d, want %d:\n%s%s", tt.answer, code, tt.code, p.out.String(), p.stderr)
+		}
+		if all := p.out.String() + p.stderr.String(); !strings.Contains(all, tt.want) {
+			t.Errorf("answer %q: output lacks %q:\n%s", tt.answer, tt.want, all)
+		}
+		if d := watchDecision(t, s, id); d["status"] != tt.status {
+			t.Errorf("answer %q: the request is %v, want %s", tt.answer, d["status"], tt.status)
+		}
+	}
+}

@@ -75,7 +75,14 @@ func shellQuote(argv ...string) string {
 // ends.
 func startWatchProcess(t *testing.T, s *server, pty bool, args ...string) *watchProcess {
 	t.Helper()
-	argv := append([]string{wraptoolBin, "--config", s.ConfigPath, "requests", "watch"}, args...)
+	return startOperatorProcess(t, s, pty, append([]string{"requests", "watch"}, args...)...)
+}
+
+// startOperatorProcess runs the wraptool command args on s's config, in a
+// pseudo-terminal when pty is set, as an operator at a terminal would.
+func startOperatorProcess(t *testing.T, s *server, pty bool, args ...string) *watchProcess {
+	t.Helper()
+	argv := append([]string{wraptoolBin, "--config", s.ConfigPath}, args...)
 	if pty {
 		script, err := exec.LookPath("script")
 		if err != nil {
