@@ -1,6 +1,9 @@
 package policy
 
-import "slices"
+import (
+	"regexp"
+	"slices"
+)
 
 // The rule types are the policy as the operator writes it; the config package
 // decodes YAML straight into them (hence the tags), and New compiles them.
@@ -81,6 +84,29 @@ func (a ArgConstraints) Expressions() []string {
 		return []string{a.Pattern}
 	}
 	return a.Patterns
+}
+
+// CanBe reports whether positional arguments held by a could be the words
+// rest: within positional_max, each matching its pattern (the n-th of
+// patterns, the last for the rest; pattern for every one), whole. A
+// pattern that does not compile counts as matching: validation refuses it
+// anyway. The danger catalog asks it of the subcommands a rule's
+// positionals reach (a rule for gh auth given token runs gh auth token).
+func (a ArgConstraints) CanBe(rest []string) bool {
+	if a.PositionalMax != nil && *a.PositionalMax < len(rest) {
+		return false
+	}
+	pats := a.Expressions()
+	for i, w := range rest {
+		if len(pats) == 0 {
+			break
+		}
+		re, err := regexp.Compile(`^(?:` + pats[min(i, len(pats)-1)] + `)$`)
+		if err == nil && !re.MatchString(w) {
+			return false
+		}
+	}
+	return true
 }
 
 // DenyRule refuses every command whose tokens start with Subcommand.

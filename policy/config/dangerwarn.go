@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +70,9 @@ func (c *Config) dangerWarnings(cat catalog) []Warning {
 				}
 				k := r.FlagConstraints[flag]
 				f, as := flagFinding(cat, cli, r.Subcommand, flag)
+				// And under the longer subcommands the positionals reach:
+				// kubectl config given view runs config --raw view.
+				f.Classes = f.Classes.Union(danger.ReachedFlag(cli, r.Subcommand, flag, r.ArgConstraints.CanBe))
 				if len(f.Classes) == 0 {
 					continue
 				}
@@ -106,37 +108,11 @@ func reachable(cat catalog, cli string, deny []*policy.DenyRule, r *policy.Allow
 			!slices.Equal(e.Subcommand[:len(r.Subcommand)], r.Subcommand) || deniedRule(deny, e.Subcommand) {
 			continue
 		}
-		if positionalsReach(r.ArgConstraints, e.Subcommand[len(r.Subcommand):]) {
+		if r.ArgConstraints.CanBe(e.Subcommand[len(r.Subcommand):]) {
 			out = append(out, e)
 		}
 	}
 	return out
-}
-
-// positionalsReach reports whether positional arguments held by ac can be
-// the words rest: within positional_max, each matching its pattern (the
-// n-th of patterns, the last for the rest; pattern for every one). A
-// pattern that does not compile counts as matching: validation refuses it
-// anyway.
-func positionalsReach(ac policy.ArgConstraints, rest []string) bool {
-	if ac.PositionalMax != nil && *ac.PositionalMax < len(rest) {
-		return false
-	}
-	pats := ac.Expressions()
-	for i, w := range rest {
-		if len(pats) == 0 {
-			break
-		}
-		p := pats[min(i, len(pats)-1)]
-		if ac.Pattern != "" {
-			p = ac.Pattern
-		}
-		re, err := regexp.Compile(`^(?:` + p + `)$`)
-		if err == nil && !re.MatchString(w) {
-			return false
-		}
-	}
-	return true
 }
 
 // reachDanger is the warning for a rule whose positional arguments reach

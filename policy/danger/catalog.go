@@ -235,6 +235,27 @@ func plainFlag(name string) bool {
 	return true
 }
 
+// ReachedFlag is what flag can do under the longer subcommands that a rule
+// for sub reaches through its positional arguments: wraptool writes the
+// flags before the positionals, and a CLI that takes flags before the
+// subcommand's name (kubectl, gh) applies them to it, so a rule for
+// kubectl config given view and --raw runs kubectl config --raw view.
+// reach says whether the rule's positionals can be the words after sub.
+func ReachedFlag(cli string, sub []string, flag string, reach func(rest []string) bool) Classes {
+	flag = FlagName(flag)
+	var cs Classes
+	for _, e := range entries {
+		p := path(cli, sub)
+		if e.CLI != cli || e.Flag != flag || e.Root || len(e.Subcommand) <= len(p) || !slices.Equal(e.Subcommand[:len(p)], p) {
+			continue
+		}
+		if reach(e.Subcommand[len(p):]) {
+			cs = cs.Union(e.Classes)
+		}
+	}
+	return cs
+}
+
 // Flag is LookupFlag's classes.
 func Flag(cli string, sub []string, flag string) Classes {
 	return LookupFlag(cli, sub, flag).Classes

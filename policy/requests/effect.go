@@ -93,7 +93,10 @@ func RuleEffectFor(h policy.Helps, cli string, r *Record, rule *policy.AllowRule
 	}
 	for _, f := range rule.Flags {
 		c := rule.FlagConstraints[f]
-		l := EffectFlag{Flag: Token(f), Danger: danger.Flag(cli, r.Subcommand, f), Requested: requested[f]}
+		// Under the rule's subcommand, and under the longer ones its
+		// positionals reach (kubectl config given view runs config view).
+		classes := danger.Flag(cli, r.Subcommand, f).Union(danger.ReachedFlag(cli, r.Subcommand, f, rule.ArgConstraints.CanBe))
+		l := EffectFlag{Flag: Token(f), Danger: classes, Requested: requested[f]}
 		// A pattern holds the value only if it keeps out the escapes of
 		// the flag's classes: '.*' or 'git-receive-pack.*' does not.
 		l.Held = c != nil && c.Pattern != "" && danger.PatternHolds(c.Pattern, l.Danger)
@@ -221,12 +224,31 @@ func ExactLinesFor(cli string, r *Record, unlisted string) []string {
 	return exactLines(r.Call, unlisted, exactTouches(cli, r))
 }
 
-// exactTouches is what the catalog says of exact-call request r's command.
+// exactTouches is what the catalog says of exact-call request r's command:
+// its subcommand with the call's positionals (the path that runs), and
+// each flag under the rule's subcommand and under that path (the flags
+// come before the positionals, and kubectl and gh apply them to the
+// subcommand the positionals name: config --raw=1 view).
 func exactTouches(cli string, r *Record) []danger.Touch {
 	path := slices.Concat(r.Subcommand, r.Call.Args())
 	touches := danger.Explain(cli, r.Subcommand, r.Flags)
-	if f := danger.LookupSubcommand(cli, path); len(f.Classes) > 0 && (len(touches) == 0 || touches[0].Flag != "") {
-		touches = append([]danger.Touch{{Finding: f}}, touches...)
+	if f := danger.LookupSubcommand(cli, path); len(f.Classes) > 0 {
+		if len(touches) > 0 && touches[0].Flag == "" {
+			touches[0].Classes = touches[0].Classes.Union(f.Classes)
+		} else {
+			touches = append([]danger.Touch{{Finding: f}}, touches...)
+		}
+	}
+	for _, deeper := range danger.Explain(cli, path, r.Flags) {
+		if deeper.Flag == "" {
+			continue
+		}
+		i := slices.IndexFunc(touches, func(t danger.Touch) bool { return t.Flag == deeper.Flag })
+		if i < 0 {
+			touches = append(touches, deeper)
+		} else {
+			touches[i].Classes = touches[i].Classes.Union(deeper.Classes)
+		}
 	}
 	return touches
 }

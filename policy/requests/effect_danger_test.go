@@ -234,3 +234,30 @@ func TestExactLinesForDanger(t *testing.T) {
 		})
 	}
 }
+
+// TestFlagsUnderTheSubcommandThePositionalsReach: wraptool writes flags
+// before positionals, and kubectl applies them to the subcommand the
+// positionals name, so a rule for kubectl config given view runs
+// kubectl config --raw=1 view, which prints the cluster's token. The flag
+// is classed under the path the positionals reach, in a rule's effect and
+// in an exact call.
+func TestFlagsUnderTheSubcommandThePositionalsReach(t *testing.T) {
+	t.Parallel()
+	rule := &policy.AllowRule{Subcommand: []string{"config"}, Flags: []string{"--raw"},
+		ArgConstraints: policy.ArgConstraints{Patterns: []string{"view|current-context"}}}
+	r := &Record{ID: "req_1a2b3c4d", Tool: "kubectl", Subcommand: []string{"config"}, Flags: []string{"--raw"}}
+	if got := RuleEffectFor(nil, "kubectl", r, rule).Unconfirmed(); !slices.Equal(got, []string{"--raw (prints-credentials)"}) {
+		t.Errorf("rule effect: Unconfirmed() = %q, want --raw (prints-credentials)", got)
+	}
+	held := *rule
+	held.ArgConstraints = policy.ArgConstraints{Patterns: []string{"current-context"}}
+	if got := RuleEffectFor(nil, "kubectl", r, &held).Unconfirmed(); len(got) != 0 {
+		t.Errorf("positionals that cannot be view: Unconfirmed() = %q, want none", got)
+	}
+	exact := *r
+	exact.Call = &Call{Tool: "kubectl_config", Arguments: []byte(`{"args":["view"],"raw":"1"}`),
+		Command: []string{"/usr/bin/kubectl", "config", "--raw=1", "view"}, Cwd: "/w"}
+	if got, hidden := ExactUnconfirmed("kubectl", &exact); hidden || !slices.Equal(got, []string{"--raw (prints-credentials)"}) {
+		t.Errorf("exact call: ExactUnconfirmed = %q (hidden %v), want --raw (prints-credentials)", got, hidden)
+	}
+}
