@@ -56,6 +56,15 @@ func PatternHolds(pattern string, cs Classes) bool {
 		}
 		examples = append(examples, example)
 	}
+	// A repeat can take what no probe spells out: a class it repeats that
+	// holds shell syntax, or both / and . (a path out of where it starts:
+	// /usr/x;id;/git-upload-pack, out/../../x.patch), lets the escapes in
+	// wherever the repeat stands.
+	for _, c := range cs {
+		if bad, ok := repeatBad[c]; ok && repeatsAny(parsed, bad) {
+			return false
+		}
+	}
 	for _, c := range cs {
 		p := escapes[c]
 		for _, v := range p.values {
@@ -125,7 +134,8 @@ var escapes = map[Class]probes{
 		suffixes: []string{"@evil.example.com", ",evil.example.com", "?host=evil.example.com", " host=evil.example.com", "&host=evil.example.com"},
 	},
 	RunsCode: {
-		values:   []string{"sh -c id", "x;id", "$(id)", "/tmp/evil", "./evil", "sh", "bash", "python3", "perl", "env"},
+		values: []string{"sh -c id", "x;id", "$(id)", "/tmp/evil", "./evil", "sh", "bash", "python3", "perl", "env",
+			"/bin/sh", "/usr/bin/sh", "/usr/bin/env", "/usr/bin/python3", "/tmp/evil/git-upload-pack"},
 		prefixes: []string{"id;", "/tmp/evil ", "sh -c id "},
 		suffixes: []string{";id", " $(id)", "$(id)", "|id", "`id`", "&&id", "\nid", " -c id"},
 	},
@@ -212,4 +222,73 @@ func classRune(ranges []rune) rune {
 		return r
 	}
 	return 'a'
+}
+
+// repeatBad says, per class, what a repeated character set must not hold:
+// any one rune of the first string, or every rune of the second (together
+// they make a traversal).
+var repeatBad = map[Class][2]string{
+	RunsCode:         {";&|$`<>() \t\n\\", "/."},
+	SendsCredentials: {"?#@,\\ \t\n", ""},
+	WritesFiles:      {"", "/."},
+	ReadsFiles:       {"", "/."},
+}
+
+// repeatsAny reports whether re repeats (more than once, or without
+// bound) a character set that bad forbids, anywhere in it.
+func repeatsAny(re *syntax.Regexp, bad [2]string) bool {
+	inRepeat := false
+	var walk func(*syntax.Regexp) bool
+	walk = func(n *syntax.Regexp) bool {
+		repeats := n.Op == syntax.OpStar || n.Op == syntax.OpPlus || (n.Op == syntax.OpRepeat && (n.Max == -1 || n.Max > 1))
+		was := inRepeat
+		if repeats {
+			inRepeat = true
+		}
+		defer func() { inRepeat = was }()
+		if inRepeat {
+			switch n.Op {
+			case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+				return true
+			case syntax.OpCharClass:
+				if classHolds(n.Rune, bad) {
+					return true
+				}
+			}
+		}
+		for _, sub := range n.Sub {
+			if walk(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(re)
+}
+
+// classHolds reports whether the ranges of a class hold a rune of bad[0],
+// or every rune of bad[1].
+func classHolds(ranges []rune, bad [2]string) bool {
+	in := func(r rune) bool {
+		for i := 0; i+1 < len(ranges); i += 2 {
+			if ranges[i] <= r && r <= ranges[i+1] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range bad[0] {
+		if in(r) {
+			return true
+		}
+	}
+	if bad[1] == "" {
+		return false
+	}
+	for _, r := range bad[1] {
+		if !in(r) {
+			return false
+		}
+	}
+	return true
 }

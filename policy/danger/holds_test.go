@@ -38,6 +38,18 @@ func TestPatternHolds(t *testing.T) {
 		{"any subdomain", `.*\.example\.com`, sends, false},
 		{"a URL prefix", `https://example\.com.*`, sends, false},
 		{"a host then anything", `db\.example\.com.*`, sends, false},
+		// From the second review: a repeat in the middle takes what no
+		// probe around the ends spells out.
+		{"any folder between two paths", `/usr/.*/git-upload-pack`, runs, false},
+		{"non-blanks between two paths", `/\S*/git-upload-pack`, runs, false},
+		{"a path of words, dots and slashes", `[\w./-]+/git-upload-pack`, runs, false},
+		{"any program in /usr/bin", `/usr/bin/[\w.-]+`, runs, false},
+		{"any lower-case program in /usr/bin", `/usr/bin/[a-z0-9]+`, runs, false},
+		{"a path that climbs out of /usr/bin", `/usr/bin/[\w./-]+`, runs, false},
+		{"a host part that takes ? or #", `https://[^/]*\.mycorp\.com`, sends, false},
+		{"a host part that takes ? or # before a path", `https://[^/@]*\.mycorp\.com(/.*)?`, sends, false},
+		{"a file name under a folder that can climb out", `out/.*\.patch`, writes, false},
+		{"one program, spelled out", `/usr/lib/git-core/git-upload-pack`, runs, true},
 		{"any subdomain of one label", `[a-z]+\.example\.com`, sends, false},
 		{"a host list", `([a-z.]+,)*db\.example\.com`, sends, false},
 		{"a socket folder or a host", `/[a-z/]*|db\.example\.com`, sends, false},
