@@ -133,8 +133,10 @@ func dangerOf(r *requests.Record, e requests.Effect) []dangerJSON {
 // dangerRefusal refuses a grant or an apply of r, under the config as it
 // now stands (read afresh, as the apply will read it), while what it would
 // hand the assistant with no pattern holding it is not confirmed
-// (a.confirmWith names how to confirm; "" the API's i_know). An exact-call grant needs no confirmation: it
-// allows the call's own values, shown whole. nil when nothing needs one,
+// (a.confirmWith names how to confirm; "" the API's i_know). An exact-call
+// grant is judged by its own command (requests.ExactUnconfirmed), and one
+// whose command cannot be shown whole is refused whatever is confirmed.
+// nil when nothing needs one,
 // or when the merge is refused (the grant or apply then refuses in its own
 // words).
 func dangerRefusal(s site, r *requests.Record, a approval) error {
