@@ -246,7 +246,7 @@ func (u *UI) decideForm(w http.ResponseWriter, r *http.Request, s site, ref sess
 		out, err := u.approve(r.Context(), s, id, approval{unlistedOK: unlistedOK, grant: &term, iKnow: iKnow, confirmWith: formIKnowOption})
 		f = result(err, "approved "+requests.Token(id)+" "+out.granted+"; the config is not changed")
 	case "apply":
-		http.Redirect(w, r, applyPreviewPath(id, unlistedOK, iKnow), http.StatusSeeOther)
+		http.Redirect(w, r, applyPreviewPath(id, unlistedOK), http.StatusSeeOther)
 		return
 	case "deny":
 		_, err := u.deny(r.Context(), s, id, r.PostFormValue("reason"))
@@ -271,7 +271,7 @@ func formIKnow(r *http.Request) bool {
 // carried: a link (which the assistant, knowing its request's id, could
 // hand the operator) must not arrive with the confirmation typed, so the
 // preview asks for it again.
-func applyPreviewPath(id string, unlistedOK, _ bool) string {
+func applyPreviewPath(id string, unlistedOK bool) string {
 	q := url.Values{}
 	if unlistedOK {
 		q.Set("unlisted_ok", "1")
@@ -336,7 +336,7 @@ func (u *UI) previewPage(w http.ResponseWriter, r *http.Request, s site, id stri
 func (u *UI) confirmApply(w http.ResponseWriter, r *http.Request, s site, ref sessionRef, id string) {
 	unlistedOK := r.PostFormValue("unlisted_ok") != ""
 	iKnow := formIKnow(r)
-	back := applyPreviewPath(id, unlistedOK, iKnow)
+	back := applyPreviewPath(id, unlistedOK)
 	rec, err := u.pending(s, id)
 	if err != nil {
 		u.sessions.setFlash(ref, result(err, ""))

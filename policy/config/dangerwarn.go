@@ -47,12 +47,19 @@ func (c *Config) dangerWarnings(cat catalog) []Warning {
 	warn := func(p fieldPath, msg string) {
 		out = append(out, Warning{File: c.File, Line: c.lines.at(p).line, Path: p.String(), Msg: msg})
 	}
+	entries := cat.Entries() // once: the catalog hands out a copy
 	for _, name := range sortedKeys(c.Tools) {
 		t := c.Tools[name]
 		if t == nil {
 			continue
 		}
 		cli := danger.CLI(name, t.Binary)
+		var subs []danger.Entry // the CLI's subcommand entries
+		for _, e := range entries {
+			if e.CLI == cli && e.Flag == "" {
+				subs = append(subs, e)
+			}
+		}
 		tp := fieldPath{}.key("tools").key(name)
 		for i, r := range t.Allow {
 			if r == nil || deniedRule(t.Deny, r.Subcommand) {
@@ -61,7 +68,7 @@ func (c *Config) dangerWarnings(cat catalog) []Warning {
 			rp := tp.key("allow").index(i)
 			if f := cat.LookupSubcommand(cli, r.Subcommand); len(f.Classes) > 0 {
 				warn(rp.key("subcommand"), subcommandDanger(name, r.Subcommand, f))
-			} else if reach := reachable(cat, cli, t.Deny, r); len(reach) > 0 {
+			} else if reach := reachable(subs, t.Deny, r); len(reach) > 0 {
 				warn(rp.key("subcommand"), reachDanger(name, r.Subcommand, reach))
 			}
 			for j, flag := range r.Flags {
@@ -100,11 +107,11 @@ func (c *Config) dangerWarnings(cat catalog) []Warning {
 // them, so a rule for gh auth that takes any positional runs gh auth
 // token. An entry a deny rule covers is not reached (deny rules match the
 // whole command, positionals included), nor one the positional limit or
-// patterns keep out.
-func reachable(cat catalog, cli string, deny []*policy.DenyRule, r *policy.AllowRule) []danger.Entry {
+// patterns keep out. subs are the CLI's subcommand entries.
+func reachable(subs []danger.Entry, deny []*policy.DenyRule, r *policy.AllowRule) []danger.Entry {
 	var out []danger.Entry
-	for _, e := range cat.Entries() {
-		if e.CLI != cli || e.Flag != "" || len(e.Subcommand) <= len(r.Subcommand) ||
+	for _, e := range subs {
+		if len(e.Subcommand) <= len(r.Subcommand) ||
 			!slices.Equal(e.Subcommand[:len(r.Subcommand)], r.Subcommand) || deniedRule(deny, e.Subcommand) {
 			continue
 		}

@@ -244,8 +244,8 @@ func plainFlag(name string) bool {
 func ReachedFlag(cli string, sub []string, flag string, reach func(rest []string) bool) Classes {
 	flag = FlagName(flag)
 	var cs Classes
+	p := path(cli, sub)
 	for _, e := range entries {
-		p := path(cli, sub)
 		if e.CLI != cli || e.Flag != flag || e.Root || len(e.Subcommand) <= len(p) || !slices.Equal(e.Subcommand[:len(p)], p) {
 			continue
 		}
